@@ -1,0 +1,1 @@
+"""Error memory (lessons): filled in by the lessons issue."""

@@ -1,0 +1,102 @@
+"""The memory REST API (../shared/API.md): sessions, items, context."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+from pydantic import Field
+
+from . import services
+from .context import session_context, session_summary
+from .models import Session
+from .schemas import (
+    AppendOut,
+    BatchIn,
+    BatchOut,
+    ContextOut,
+    ErrorOut,
+    ItemIn,
+    KindName,
+    SessionIn,
+    SessionListOut,
+    SessionOut,
+)
+
+router = Router(tags=["sessions"])
+
+ERRORS = {401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+def get_session(request: HttpRequest, sid: str) -> Session:
+    """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
+    session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]
+    if session is None:
+        raise services.NotFound(f"no session {sid!r}")
+    return session
+
+
+def _summary(request: HttpRequest, sid: str) -> dict:
+    return session_summary(get_session(request, sid))
+
+
+@router.post("/sessions", response={201: SessionOut, **ERRORS})
+def create_session(request: HttpRequest, body: SessionIn):
+    session = services.create_session(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        sid=body.id,
+        title=body.title,
+        workspace=body.workspace,
+        x_budget=body.x_budget,
+        y_budget=body.y_budget,
+    )
+    return Status(201, _summary(request, session.sid))
+
+
+class ListParams(Schema):
+    q: str = Field("", max_length=200)
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+
+
+@router.get("/sessions", response={200: SessionListOut, **ERRORS})
+def list_sessions(request: HttpRequest, params: Query[ListParams]):
+    rows = Session.objects.for_user(request.auth.user).matching(params.q)  # type: ignore[attr-defined]
+    page = rows.with_totals().order_by("-updated_at", "-id")[params.offset : params.offset + params.limit]
+    return {"items": [session_summary(s) for s in page], "count": rows.count()}
+
+
+@router.get("/sessions/{sid}", response={200: SessionOut, **ERRORS})
+def get_session_view(request: HttpRequest, sid: str):
+    return _summary(request, sid)
+
+
+@router.delete("/sessions/{sid}", response={204: None, **ERRORS})
+def delete_session(request: HttpRequest, sid: str):
+    services.delete_session(session=get_session(request, sid))
+    return Status(204, None)
+
+
+def _append(request: HttpRequest, sid: str, items: list[ItemIn]) -> list[dict]:
+    session = get_session(request, sid)
+    outcomes = services.append_items(
+        session=session,
+        items=[services.NewItem(role=i.role, text=i.text, kind=i.kind, protected=i.protected) for i in items],
+    )
+    return [
+        {"hash": o.hash, "kind": o.kind, "position": o.position, "compaction": o.compaction} for o in outcomes
+    ]
+
+
+@router.post("/sessions/{sid}/items", response={201: AppendOut, **ERRORS})
+def append_item(request: HttpRequest, sid: str, body: ItemIn):
+    return Status(201, _append(request, sid, [body])[0])
+
+
+@router.post("/sessions/{sid}/items/batch", response={201: BatchOut, **ERRORS})
+def append_batch(request: HttpRequest, sid: str, body: BatchIn):
+    return Status(201, {"items": _append(request, sid, body.items)})
+
+
+@router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
+def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
+    return session_context(get_session(request, sid), kind)

@@ -1,0 +1,30 @@
+"""Bearer-token authentication for the API: every call starts from the token's user."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja.security import HttpBearer
+
+from .models import ApiToken
+
+# Recording last use on every call would make every read a write; once a minute is enough.
+LAST_USED_GRANULARITY = timedelta(minutes=1)
+
+
+class TokenAuth(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
+        if not token or len(token) > 200:
+            return None
+        row = (
+            ApiToken.objects.active().select_related("user").filter(digest=ApiToken.digest_of(token)).first()
+        )
+        if row is None or not row.user.is_active:
+            return None
+        now = timezone.now()
+        if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
+            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        request.user = row.user
+        return row

@@ -1,0 +1,33 @@
+"""System checks: the SQLite database must have sqlite-vec and FTS5, or nothing works right."""
+
+from __future__ import annotations
+
+from django.core.checks import Error, register
+from django.db import connection
+
+
+@register("database", deploy=True)
+def sqlite_extensions(app_configs, databases=None, **kwargs):  # type: ignore[no-untyped-def]
+    if connection.vendor != "sqlite":
+        return []
+    errors = []
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("select vec_version()")
+            cursor.fetchone()
+    except Exception as exc:
+        errors.append(
+            Error(
+                f"sqlite-vec is not loaded into the SQLite connection ({exc})",
+                hint="Use ENGINE 'ottoweb.db' (pysqlite3 + sqlite_vec) and install requirements.txt.",
+                id="memory.E001",
+            )
+        )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("select sqlite_compileoption_used('ENABLE_FTS5')")
+            if not cursor.fetchone()[0]:
+                raise RuntimeError("SQLite was built without FTS5")
+    except Exception as exc:
+        errors.append(Error(f"FTS5 is not available ({exc})", id="memory.E002"))
+    return errors

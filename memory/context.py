@@ -1,0 +1,72 @@
+"""Read models shared by the API and the dashboard: a session's summary and its live context."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine.queue import render_view
+from .engine.types import View
+from .models import TIER_X, TIER_Y, Bullet, Item, Session
+from .store import bullet_from_row, item_from_row
+
+
+def turn_dict(row: Item) -> dict[str, Any]:
+    return {"hash": row.chunk.hash, "role": row.role, "text": row.chunk.text, "position": row.position}
+
+
+def bullet_dict(row: Bullet) -> dict[str, Any]:
+    return {
+        "id": row.pk,
+        "text": row.text,
+        "hash_refs": list(row.hash_refs),
+        "generation": row.generation,
+        "protected": row.protected,
+    }
+
+
+def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
+    """The live tiers of one kind as the API's context document: bullets, Y raw, X, tokens, text."""
+    bullets = list(Bullet.objects.of_kind(session, kind).live().order_by("first_position", "id"))
+    pending = list(Item.objects.of_kind(session, kind).pending().select_related("chunk").order_by("position"))
+    y_raw = [row for row in pending if row.tier == TIER_Y]
+    x = [row for row in pending if row.tier == TIER_X]
+    tokens = {
+        "bullets": sum(b.tokens for b in bullets),
+        "y_raw": sum(r.tokens for r in y_raw),
+        "x": sum(r.tokens for r in x),
+        "protected": sum(b.tokens for b in bullets if b.protected),
+    }
+    tokens["total"] = tokens["bullets"] + tokens["y_raw"] + tokens["x"]
+    view = View(
+        bullets=[bullet_from_row(b) for b in bullets],
+        y_raw=[item_from_row(r) for r in y_raw],
+        x=[item_from_row(r) for r in x],
+    )
+    return {
+        "kind": kind,
+        "bullets": [bullet_dict(b) for b in bullets],
+        "y_raw": [turn_dict(r) for r in y_raw],
+        "x": [turn_dict(r) for r in x],
+        "tokens": tokens,
+        "budgets": {"x": session.x_budget, "y": session.y_budget},
+        # Protected turns alone can hold Y over budget; the context says so rather than drop them.
+        "over_budget": tokens["bullets"] + tokens["y_raw"] > session.y_budget,
+        "text": render_view(view),
+    }
+
+
+def session_summary(session: Session) -> dict[str, Any]:
+    """The API's session document; `session` comes from `Session.objects.with_totals()`."""
+    return {
+        "id": session.sid,
+        "title": session.title,
+        "workspace": session.workspace,
+        "created_at": session.created_at,
+        "updated_at": session.updated_at,
+        "turns": session.turns,
+        "x_budget": session.x_budget,
+        "y_budget": session.y_budget,
+        "generation": session.generation,
+        "tokens": {"x": session.x_tokens, "y_raw": session.y_raw_tokens, "bullets": session.bullet_tokens},
+        "embedding_model": session.embedding_model,
+    }

@@ -1,0 +1,173 @@
+"""The X/Y tiered queue of seed 000.
+
+X holds the newest items verbatim. When an append takes X over its budget, all of X (that item
+included) moves to Y in one step. When Y (raw items plus bullets) is over its budget, a compaction
+stores every raw Y item by hash and replaces Y with cited bullets (`compaction.plan_compaction`).
+
+The queue keeps no state of its own: everything lives in the `TierStore`, so a queue built over a
+store after a restart resumes exactly where the last one stopped (the seed's `restore=True`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import tokens as tok
+from .compaction import REABSTRACT, CompactionResult, Summarizer, plan_compaction
+from .hashing import content_hash
+from .types import Bullet, Draft, Item, TierStore, View
+
+# After a compaction the bullets should fill at most this share of Y, leaving room to grow.
+TARGET_FRACTION = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    item: Item
+    moved_to_y: bool
+    needs_compaction: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Compacted:
+    result: CompactionResult
+    removed: int
+    committed: bool
+
+
+def default_protected(kind: str, role: str) -> bool:
+    """A person's own words in the conversation are protected unless the caller says otherwise."""
+    return kind == "history" and role == "user"
+
+
+class TieredQueue:
+    """One kind's tiers over a store. Context items skip the tiers: they are archived at once."""
+
+    def __init__(
+        self,
+        store: TierStore,
+        *,
+        kind: str = "history",
+        x_budget: int,
+        y_budget: int,
+        summarize: Summarizer,
+        protect: bool = True,
+        reabstract: bool = REABSTRACT,
+    ) -> None:
+        self.store = store
+        self.kind = kind
+        self.x_budget = x_budget
+        self.y_budget = y_budget
+        self.summarize = summarize
+        self.protect = protect
+        self.reabstract = reabstract
+
+    def draft(
+        self,
+        role: str,
+        text: str,
+        *,
+        protected: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Draft:
+        if protected is None:
+            protected = default_protected(self.kind, role)
+        return Draft(
+            role=role,
+            text=text,
+            hash=content_hash(text),
+            tokens=tok.count_tokens(text),
+            protected=protected,
+            meta=dict(meta or {}),
+        )
+
+    def append(
+        self,
+        role: str,
+        text: str,
+        *,
+        protected: bool | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> Appended:
+        """Add one item; say whether Y now needs compaction (the caller decides when to run it)."""
+        draft = self.draft(role, text, protected=protected, meta=meta)
+        if self.kind == "context":
+            return Appended(self.store.archive(self.kind, draft), False, False)
+        item = self.store.add_to_x(self.kind, draft)
+        moved = False
+        if self.store.totals(self.kind).x > self.x_budget:
+            self.store.move_x_to_y(self.kind)
+            moved = True
+        return Appended(item, moved, moved and self.needs_compaction())
+
+    def needs_compaction(self) -> bool:
+        totals = self.store.totals(self.kind)
+        # Protected bullets cannot shrink; Y counts as full only when what compaction can act on is.
+        return totals.y > self.y_budget and totals.y > totals.protected
+
+    def compact(self, *, force: bool = False) -> Compacted | None:
+        """Compact Y now (a snapshot of it): store raw items as chunks, write the next generation.
+
+        Items appended while the summariser runs are untouched: only the snapshot is replaced.
+        Returns None when there is nothing to compact.
+        """
+        if self.kind == "context":
+            return None
+        if not force and not self.needs_compaction():
+            return None
+        totals = self.store.totals(self.kind)
+        raw = self.store.items(self.kind, "y")
+        prior = self.store.live_bullets(self.kind)
+        if not raw and not any(not b.protected for b in prior):
+            return None
+        result = plan_compaction(
+            raw,
+            prior,
+            self.summarize,
+            generation=totals.generation + 1,
+            target_tokens=int(self.y_budget * TARGET_FRACTION),
+            protect=self.protect,
+            reabstract=self.reabstract,
+        )
+        committed = self.store.commit_compaction(
+            self.kind,
+            base_generation=totals.generation,
+            archived_positions=[item.position for item in raw],
+            bullets=result.bullets,
+        )
+        return Compacted(result=result, removed=len(raw) if committed else 0, committed=committed)
+
+    def current_view(self) -> View:
+        """Bullets (oldest, compact), then Y's raw overflow, then X (newest)."""
+        return View(
+            bullets=self.store.live_bullets(self.kind),
+            y_raw=self.store.items(self.kind, "y"),
+            x=self.store.items(self.kind, "x"),
+        )
+
+    def earlier_view(self) -> View:
+        """Everything older than X: the bullets and Y's raw overflow."""
+        return View(
+            bullets=self.store.live_bullets(self.kind),
+            y_raw=self.store.items(self.kind, "y"),
+            x=[],
+        )
+
+    @property
+    def recent_items(self) -> list[Item]:
+        """X as a plain list: recent and verbatim."""
+        return self.store.items(self.kind, "x")
+
+
+def render_view(view: View) -> str:
+    """The prompt text of a view: bullets, then Y raw, then X, one line each."""
+    lines = [f"- {b.text}" if not b.protected else f"{b.role}: {b.text}" for b in view.bullets]
+    lines += [f"{item.role}: {item.text}" for item in (*view.y_raw, *view.x)]
+    return "\n".join(lines)
+
+
+def reachable_hashes(bullets: list[Bullet]) -> set[str]:
+    """Every chunk hash the live generation cites."""
+    return {h for b in bullets for h in b.hash_refs}

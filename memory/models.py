@@ -1,0 +1,193 @@
+"""Sessions, their live tiers, chunks and bullets; API tokens.
+
+The live tiers are rows, not process state: every append writes its Item row (tier "x" or "y")
+in the same transaction that acknowledges it, so a restart resumes exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+TIER_X, TIER_Y, TIER_ARCHIVED = "x", "y", "a"
+
+
+class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
+    def active(self) -> ApiTokenQuerySet:
+        return self.filter(revoked_at__isnull=True)
+
+
+class ApiToken(models.Model):
+    """A bearer token for the API. Only its sha256 is stored; the token itself is shown once."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    digest = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=12)
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    PREFIX = "otto_"
+
+    @staticmethod
+    def digest_of(token: str) -> str:
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
+        """Create a token for `user`; return the row and the plain token (never stored)."""
+        plain = cls.PREFIX + secrets.token_urlsafe(32)
+        row = cls.objects.create(user=user, name=name, digest=cls.digest_of(plain), prefix=plain[:12])
+        return row, plain
+
+
+class SessionQuerySet(models.QuerySet["Session"]):
+    def for_user(self, user) -> SessionQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(user=user)
+
+    def with_totals(self) -> SessionQuerySet:
+        """Annotate the history tiers' token totals and generation (one query for a whole list)."""
+
+        def total(rows: models.QuerySet) -> Coalesce:  # type: ignore[type-arg]
+            summed = rows.values("session").annotate(s=Sum("tokens")).values("s")
+            return Coalesce(Subquery(summed), 0)
+
+        items = Item.objects.filter(session=OuterRef("pk"), kind="history")
+        bullets = Bullet.objects.filter(session=OuterRef("pk"), kind="history", superseded=False)
+        state = TierState.objects.filter(session=OuterRef("pk"), kind="history")
+        return self.annotate(
+            x_tokens=total(items.filter(tier=TIER_X)),
+            y_raw_tokens=total(items.filter(tier=TIER_Y)),
+            bullet_tokens=total(bullets),
+            generation=Coalesce(Subquery(state.values("generation")[:1]), 0),
+        )
+
+    def matching(self, q: str) -> SessionQuerySet:
+        if not q:
+            return self
+        return self.filter(Q(sid__icontains=q) | Q(title__icontains=q) | Q(workspace__icontains=q))
+
+
+class Session(models.Model):
+    """A conversation's memory. `sid` is the public id, unique per user (so ids never leak)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_sessions"
+    )
+    sid = models.CharField(max_length=128)
+    title = models.CharField(max_length=200, blank=True, default="")
+    workspace = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    turns = models.PositiveIntegerField(default=0)
+    x_budget = models.PositiveIntegerField()
+    y_budget = models.PositiveIntegerField()
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+
+    objects = SessionQuerySet.as_manager()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "sid"], name="session_sid_unique_per_user")]
+        indexes = [models.Index(fields=["user", "-updated_at"])]
+
+    def __str__(self) -> str:
+        return self.sid
+
+
+class TierState(models.Model):
+    """Per session and kind: the compaction generation and the next item position."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tier_states")
+    kind = models.CharField(max_length=16)
+    generation = models.PositiveIntegerField(default=0)
+    next_position = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "kind"], name="tierstate_unique")]
+
+
+class Chunk(models.Model):
+    """Raw text, content-addressed within a session: (session, sha256) is unique, never rewritten."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="chunks")
+    hash = models.CharField(max_length=64)
+    text = models.TextField()
+    tokens = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "hash"], name="chunk_hash_unique")]
+
+
+class ItemQuerySet(models.QuerySet["Item"]):
+    def of_kind(self, session: Session, kind: str) -> ItemQuerySet:
+        return self.filter(session=session, kind=kind)
+
+    def in_tier(self, tier: str) -> ItemQuerySet:
+        return self.filter(tier=tier)
+
+    def pending(self) -> ItemQuerySet:
+        return self.filter(tier__in=(TIER_X, TIER_Y))
+
+
+class Item(models.Model):
+    """One appended turn at its position. `tier` is x or y while live, a once archived."""
+
+    TIERS = [(TIER_X, "X"), (TIER_Y, "Y raw"), (TIER_ARCHIVED, "archived")]
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="items")
+    kind = models.CharField(max_length=16)
+    position = models.PositiveBigIntegerField()
+    chunk = models.ForeignKey(Chunk, on_delete=models.PROTECT, related_name="items")
+    role = models.CharField(max_length=16)
+    tier = models.CharField(max_length=1, choices=TIERS)
+    protected = models.BooleanField(default=False)
+    tokens = models.PositiveIntegerField()
+    meta = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ItemQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "kind", "position"], name="item_position_unique")
+        ]
+        indexes = [models.Index(fields=["session", "kind", "tier", "position"])]
+
+
+class BulletQuerySet(models.QuerySet["Bullet"]):
+    def of_kind(self, session: Session, kind: str) -> BulletQuerySet:
+        return self.filter(session=session, kind=kind)
+
+    def live(self) -> BulletQuerySet:
+        return self.filter(superseded=False)
+
+
+class Bullet(models.Model):
+    """A summary line of one generation and the chunk hashes it cites. Superseded rows are kept."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="bullets")
+    kind = models.CharField(max_length=16)
+    generation = models.PositiveIntegerField()
+    text = models.TextField()
+    hash_refs = models.JSONField(default=list)
+    tokens = models.PositiveIntegerField()
+    first_position = models.PositiveBigIntegerField()
+    protected = models.BooleanField(default=False)
+    role = models.CharField(max_length=16, blank=True, default="")
+    superseded = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = BulletQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "kind", "superseded", "first_position"])]

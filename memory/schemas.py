@@ -1,0 +1,120 @@
+"""Request and response shapes of the memory API (../shared/API.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ninja import Schema
+from pydantic import ConfigDict, Field
+
+RoleName = Literal["user", "assistant", "tool", "system"]
+KindName = Literal["history", "context"]
+
+
+class StrictIn(Schema):
+    # An unknown field is more likely a typo ("protect") than something to ignore silently.
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorOut(Schema):
+    detail: str
+    code: str
+
+
+class SessionIn(StrictIn):
+    id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
+    title: str = Field("", max_length=200)
+    workspace: str = Field("", max_length=200)
+    x_budget: int | None = Field(None, ge=16, le=10_000_000)
+    y_budget: int | None = Field(None, ge=32, le=10_000_000)
+
+
+class TokensOut(Schema):
+    x: int
+    y_raw: int
+    bullets: int
+
+
+class SessionOut(Schema):
+    id: str
+    title: str
+    workspace: str
+    created_at: datetime
+    updated_at: datetime
+    turns: int
+    x_budget: int
+    y_budget: int
+    generation: int
+    tokens: TokensOut
+    embedding_model: str
+
+
+class SessionListOut(Schema):
+    items: list[SessionOut]
+    count: int
+
+
+class ItemIn(StrictIn):
+    role: RoleName
+    text: str
+    kind: KindName = "history"
+    protected: bool | None = None
+
+
+class BatchIn(StrictIn):
+    items: list[ItemIn] = Field(..., min_length=1, max_length=1000)
+
+
+class CompactionRef(Schema):
+    job_id: str
+
+
+class AppendOut(Schema):
+    hash: str
+    kind: KindName
+    position: int
+    compaction: CompactionRef | None = None
+
+
+class BatchOut(Schema):
+    items: list[AppendOut]
+
+
+class TurnOut(Schema):
+    hash: str
+    role: str
+    text: str
+    position: int
+
+
+class BulletOut(Schema):
+    id: int
+    text: str
+    hash_refs: list[str]
+    generation: int
+    protected: bool
+
+
+class ContextTokens(Schema):
+    bullets: int
+    y_raw: int
+    x: int
+    total: int
+    protected: int
+
+
+class Budgets(Schema):
+    x: int
+    y: int
+
+
+class ContextOut(Schema):
+    kind: KindName
+    bullets: list[BulletOut]
+    y_raw: list[TurnOut]
+    x: list[TurnOut]
+    tokens: ContextTokens
+    budgets: Budgets
+    over_budget: bool
+    text: str

@@ -1,0 +1,210 @@
+"""Every write to memory, one function each, each in a transaction.
+
+The API, the dashboard, Celery tasks and management commands all call these; nothing else writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from .engine import summarizers
+from .engine.compaction import Summarizer
+from .engine.queue import Compacted, TieredQueue
+from .engine.types import KINDS, ROLES
+from .models import ApiToken, Session, TierState
+from .store import DjangoTierStore
+
+log = logging.getLogger(__name__)
+
+SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+class ServiceError(Exception):
+    """A refused request: `status` and `code` go to the client with the message."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.field = field
+
+
+class Invalid(ServiceError):
+    status = 422
+    code = "invalid"
+
+
+class Conflict(ServiceError):
+    status = 409
+    code = "conflict"
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    role: str
+    text: str
+    kind: str = "history"
+    protected: bool | None = None
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    hash: str
+    kind: str
+    position: int
+    compaction: dict[str, Any] | None
+
+
+@lru_cache(maxsize=4)
+def summarizer_for(spec: str) -> Summarizer:
+    """The summariser named by OTTO_SUMMARIZER (DESIGN decision 4)."""
+    if spec == "offline":
+        return summarizers.offline()
+    raise ValueError(f"unknown summariser {spec!r}")
+
+
+def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer | None = None) -> TieredQueue:
+    return TieredQueue(
+        DjangoTierStore(session),
+        kind=kind,
+        x_budget=session.x_budget,
+        y_budget=session.y_budget,
+        summarize=summarize or summarizer_for(settings.OTTO_SUMMARIZER),
+    )
+
+
+def issue_token(*, user, name: str) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
+    """Issue an API token for `user`; the plain token is returned once and never stored."""
+    return ApiToken.issue(user, name)
+
+
+def revoke_token(*, token: ApiToken) -> None:
+    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+
+
+def check_session_id(sid: str) -> None:
+    if not SESSION_ID.match(sid):
+        raise Invalid(
+            "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
+        )
+
+
+def create_session(
+    *,
+    user,  # type: ignore[no-untyped-def]
+    sid: str | None = None,
+    title: str = "",
+    workspace: str = "",
+    x_budget: int | None = None,
+    y_budget: int | None = None,
+) -> Session:
+    """Create a session for `user`; its id is generated when absent. Conflict when the id is taken."""
+    if sid is None:
+        sid = "s-" + secrets.token_hex(8)
+    check_session_id(sid)
+    try:
+        with transaction.atomic():
+            session = Session.objects.create(
+                user=user,
+                sid=sid,
+                title=title,
+                workspace=workspace,
+                x_budget=x_budget or settings.OTTO_X_BUDGET,
+                y_budget=y_budget or settings.OTTO_Y_BUDGET,
+            )
+            TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
+    except IntegrityError:
+        raise Conflict(f"session id {sid!r} is taken", field="id") from None
+    return session
+
+
+def delete_session(*, session: Session) -> None:
+    """Remove the session and everything of it (items, chunks, bullets, vectors, index rows)."""
+    with transaction.atomic():
+        session.items.all().delete()
+        session.delete()
+
+
+def _check_item(item: NewItem, index: int | None = None) -> None:
+    where = "" if index is None else f"items[{index}]."
+    if item.role not in ROLES:
+        raise Invalid(f"{where}role must be one of {', '.join(ROLES)}", field=f"{where}role")
+    if item.kind not in KINDS:
+        raise Invalid(f"{where}kind must be one of {', '.join(KINDS)}", field=f"{where}kind")
+    if not item.text or not item.text.strip():
+        raise Invalid(f"{where}text must not be empty", field=f"{where}text")
+    if len(item.text) > settings.OTTO_MAX_ITEM_CHARS:
+        raise Invalid(
+            f"{where}text is {len(item.text):,} characters; the limit is {settings.OTTO_MAX_ITEM_CHARS:,}",
+            field=f"{where}text",
+        )
+
+
+def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
+    """Append items in order, all or nothing; compact Y when an append overflows it.
+
+    Every item is validated before anything is written. Each item is mirrored in the database in
+    the transaction that acknowledges it, so an acknowledged item survives any crash.
+    """
+    for index, item in enumerate(items):
+        _check_item(item, index if len(items) > 1 else None)
+    outcomes: list[AppendOutcome] = []
+    with transaction.atomic():
+        queues: dict[str, TieredQueue] = {}
+        history_turns = 0
+        for item in items:
+            queue = queues.get(item.kind) or queues.setdefault(item.kind, queue_for(session, item.kind))
+            appended = queue.append(item.role, item.text, protected=item.protected, meta=item.meta)
+            compaction = None
+            if appended.needs_compaction:
+                compaction = _compact_now(session, queue)
+            history_turns += item.kind == "history"
+            outcomes.append(
+                AppendOutcome(
+                    hash=appended.item.hash,
+                    kind=item.kind,
+                    position=appended.item.position,
+                    compaction=compaction,
+                )
+            )
+        Session.objects.filter(pk=session.pk).update(
+            turns=F("turns") + history_turns, updated_at=timezone.now()
+        )
+    return outcomes
+
+
+def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
+    """Run the compaction an append triggered. Inline for now; the job path replaces this body."""
+    compact_session(session=session, kind=queue.kind, queue=queue)
+    return None
+
+
+def compact_session(
+    *, session: Session, kind: str = "history", force: bool = False, queue: TieredQueue | None = None
+) -> Compacted | None:
+    """Compact one kind of the session: raw Y items to chunks, Y replaced by cited bullets."""
+    with transaction.atomic():
+        queue = queue or queue_for(session, kind)
+        compacted = queue.compact(force=force)
+        if compacted is not None and compacted.result.summarizer_error:
+            log.warning("session %s: %s", session.sid, compacted.result.summarizer_error)
+        return compacted

@@ -1,0 +1,79 @@
+"""The one NinjaAPI: /api/v1, bearer-token auth, every error as {"detail", "code"}."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from memory.api import router as memory_router
+from memory.auth import TokenAuth
+from memory.services import ServiceError
+
+log = logging.getLogger(__name__)
+
+api = NinjaAPI(
+    title="ottoweb",
+    version="1",
+    description="Memory for LLM agents: tiered short-term memory, recall, lessons, scoped notes.",
+    auth=TokenAuth(),
+    urls_namespace="api",
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+
+
+def error(request: HttpRequest, status: int, detail: str, code: str, **extra: object) -> HttpResponse:
+    return api.create_response(request, {"detail": detail, "code": code, **extra}, status=status)
+
+
+def _location(loc: list | tuple) -> str:
+    # Drop ninja's parameter-source prefix ("body", "query", "path") and the schema's own name.
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "params")]
+    if len(parts) > 1 and parts[0] in ("body", "params"):
+        parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    first = exc.errors[0] if exc.errors else {}
+    field = _location(first.get("loc", ()))
+    message = first.get("msg", "invalid value")
+    if first.get("type") == "extra_forbidden":
+        message = "unknown field"
+    return error(request, 422, f"{field}: {message}", "invalid", field=field, errors=exc.errors)
+
+
+@api.exception_handler(AuthenticationError)
+def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error(
+        request, 401, "missing or invalid bearer token (Authorization: Bearer <token>)", "unauthorized"
+    )
+
+
+@api.exception_handler(ServiceError)
+def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    extra = {"field": exc.field} if exc.field else {}
+    return error(request, exc.status, exc.detail, exc.code, **extra)
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error(request, 404, str(exc) or "not found", "not_found")
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return error(request, exc.status_code, str(exc), "http_error")
+
+
+@api.exception_handler(RequestDataTooBig)
+def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return error(request, 413, "request body is larger than the server accepts", "too_large")
+
+
+api.add_router("/", memory_router)

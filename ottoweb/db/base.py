@@ -1,0 +1,39 @@
+"""The backend module Django loads for ENGINE "ottoweb.db"."""
+
+from __future__ import annotations
+
+import sys
+
+import pysqlite3  # type: ignore[import-untyped]
+import pysqlite3.dbapi2  # type: ignore[import-untyped]
+
+if "django.db.backends.sqlite3.base" in sys.modules:
+    raise RuntimeError(
+        "django.db.backends.sqlite3 was imported before ottoweb.db; it would be bound to the "
+        "stdlib sqlite3, which cannot load sqlite-vec"
+    )
+# Django's SQLite backend does `from sqlite3 import dbapi2`; point that name at pysqlite3 first.
+sys.modules["sqlite3"] = pysqlite3
+sys.modules["sqlite3.dbapi2"] = pysqlite3.dbapi2
+
+import sqlite_vec  # noqa: E402
+from django.db.backends.sqlite3 import base as sqlite_base  # noqa: E402
+
+PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    # NORMAL is durable across a process crash in WAL mode (only power loss can drop the last commits).
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA busy_timeout=10000",
+    "PRAGMA foreign_keys=ON",
+)
+
+
+class DatabaseWrapper(sqlite_base.DatabaseWrapper):
+    def get_new_connection(self, conn_params):  # type: ignore[no-untyped-def]
+        connection = super().get_new_connection(conn_params)
+        connection.enable_load_extension(True)
+        sqlite_vec.load(connection)
+        connection.enable_load_extension(False)
+        for pragma in PRAGMAS:
+            connection.execute(pragma)
+        return connection

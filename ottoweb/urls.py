@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth import views as auth_views
+from django.contrib.staticfiles import finders
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import include, path, re_path
+from django.views.static import serve
+
+from .api import api
+
+urlpatterns = [
+    path("api/v1/", api.urls),
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("memory.urls")),
+]
+
+
+def static_file(request: HttpRequest, path: str) -> HttpResponse:
+    """Serve a static file from the project or an app (ninja's Swagger UI): nothing from a CDN."""
+    found = finders.find(path)
+    if not found or ".." in path.split("/"):
+        raise Http404(path)
+    folder = str(found)[: -len(path)]
+    return serve(request, path, document_root=folder)
+
+
+if settings.SERVE_STATIC:
+    urlpatterns += [re_path(r"^static/(?P<path>.+)$", static_file)]

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+from django.test import Client
+
+from memory.services import issue_token
+
+
+@dataclass
+class ApiClient:
+    """A Django test client that speaks JSON with one user's bearer token."""
+
+    client: Client
+    token: str
+
+    def _headers(self, token: str | None) -> dict[str, str]:
+        return {"HTTP_AUTHORIZATION": f"Bearer {token if token is not None else self.token}"}
+
+    def call(
+        self, method: str, path: str, body=None, *, raw: str | bytes | None = None, token: str | None = None
+    ):
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        kwargs = {"content_type": "application/json"} if data is not None else {}
+        handler = getattr(self.client, method.lower())
+        if data is not None:
+            return handler(path, data, **kwargs, **self._headers(token))
+        return handler(path, **self._headers(token))
+
+    def get(self, path, **kw):
+        return self.call("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.call("POST", path, body, **kw)
+
+    def delete(self, path, **kw):
+        return self.call("DELETE", path, **kw)
+
+
+@pytest.fixture
+def alice(django_user_model):
+    return django_user_model.objects.create_user("alice", password="alice-password-1")
+
+
+@pytest.fixture
+def bob(django_user_model):
+    return django_user_model.objects.create_user("bob", password="bob-password-1")
+
+
+@pytest.fixture
+def alice_api(alice) -> ApiClient:
+    return ApiClient(Client(), issue_token(user=alice, name="test")[1])
+
+
+@pytest.fixture
+def bob_api(bob) -> ApiClient:
+    return ApiClient(Client(), issue_token(user=bob, name="test")[1])

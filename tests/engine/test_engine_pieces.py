@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from memory.engine import tokens
+from memory.engine.compaction import SourceItem, build_prompt, parse_reply
+from memory.engine.hashing import content_hash
+from memory.engine.summarizers import extractive_summarize
+
+
+def test_engine_imports_nothing_from_django():
+    code = (
+        "import sys, pkgutil, importlib, memory.engine as e\n"
+        "for m in pkgutil.iter_modules(e.__path__): importlib.import_module('memory.engine.' + m.name)\n"
+        "print(sorted(n for n in sys.modules if n == 'django' or n.startswith('django.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_token_counts_are_exact_cl100k_offline():
+    assert tokens.is_exact()
+    assert tokens.count_tokens("hello world") == 2
+    assert tokens.count_tokens("tiktoken is great!") == 6
+    assert tokens.count_tokens("") == 0
+
+
+def test_truncate_to_tokens_keeps_a_prefix_that_fits():
+    text = "The quick brown fox jumps over the lazy dog. " * 20
+    cut = tokens.truncate_to_tokens(text, 10)
+    assert text.startswith(cut)
+    assert tokens.count_tokens(cut) <= 10
+
+
+def test_content_hash_is_sha256_of_the_text():
+    assert content_hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_parse_reply_reads_citations_in_several_forms():
+    reply = "\n".join(
+        [
+            "- Deploys moved to Tuesday [sources: 1, 3]",
+            "* Budget agreed (source: 2)",
+            "3. Tests are flaky [Sources: 4-5]",
+            "A line with no citation at all",
+            "- Hallucinated [sources: 17]",
+            "[sources: 1]",
+        ]
+    )
+    parsed, unparsed = parse_reply(reply, 5)
+
+    assert [(p.text, p.sources) for p in parsed] == [
+        ("Deploys moved to Tuesday", (1, 3)),
+        ("Budget agreed", (2,)),
+        ("Tests are flaky", (4, 5)),
+    ]
+    assert unparsed == 3
+
+
+def test_extractive_summary_uses_real_sentences_and_cites_every_item():
+    items = [
+        SourceItem(1, "assistant", "We migrated the Postgres cluster. It took an hour."),
+        SourceItem(2, "assistant", "The Postgres migration broke the nightly export."),
+        SourceItem(3, "tool", "exit code 0"),
+        SourceItem(4, "assistant", "Export fixed by re-running the Postgres vacuum."),
+        SourceItem(5, "assistant", "Lunch was pizza."),
+    ]
+    reply = extractive_summarize(items)
+    parsed, unparsed = parse_reply(reply, len(items))
+
+    assert unparsed == 0
+    assert sorted(n for p in parsed for n in p.sources) == [1, 2, 3, 4, 5]
+    sentences = {s for i in items for s in i.text.replace(". ", ".\n").splitlines()}
+    assert all(p.text in sentences for p in parsed)
+    assert extractive_summarize(items) == reply
+
+
+def test_prompt_numbers_every_item():
+    prompt = build_prompt([SourceItem(1, "user", "alpha"), SourceItem(2, "bullet", "beta")])
+    assert prompt.endswith("[1] (user) alpha\n[2] (bullet) beta")
+    assert "[sources: N, M]" in prompt

@@ -1,0 +1,101 @@
+"""Real processes for tests: a web server (and later a worker) on a private OTTO_DATA_DIR."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Instance:
+    """One ottoweb instance: its own data dir, migrated, with a token for user `alice`."""
+
+    def __init__(self, data_dir: Path, **env: str) -> None:
+        self.data_dir = data_dir
+        self.env = {
+            **os.environ,
+            "OTTO_DATA_DIR": str(data_dir),
+            "DJANGO_SETTINGS_MODULE": "ottoweb.settings",
+            "PYTHONUNBUFFERED": "1",
+            **env,
+        }
+        self.port = free_port()
+        self.web: subprocess.Popen[bytes] | None = None
+        self.manage("migrate", "--noinput")
+        self.token = self.manage("create_token", "alice").strip()
+
+    def manage(self, *args: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
+        return done.stdout
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start_web(self) -> None:
+        log = open(self.data_dir / "web.log", "ab")
+        self.web = subprocess.Popen(
+            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(self.url + "/api/v1/openapi.json", timeout=2).read()
+                return
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                if self.web.poll() is not None:
+                    raise RuntimeError((self.data_dir / "web.log").read_text()[-3000:]) from None
+                time.sleep(0.1)
+        raise RuntimeError("web server did not start in 60 s")
+
+    def kill_web(self) -> None:
+        if self.web and self.web.poll() is None:
+            self.web.send_signal(signal.SIGKILL)
+            self.web.wait(timeout=30)
+        self.web = None
+
+    def request(
+        self, method: str, path: str, body: object | None = None, timeout: float = 30
+    ) -> tuple[int, object]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                raw = resp.read()
+                return resp.status, json.loads(raw) if raw else None
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            return err.code, json.loads(raw) if raw else None
+
+    def close(self) -> None:
+        self.kill_web()

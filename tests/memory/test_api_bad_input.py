@@ -1,0 +1,133 @@
+from __future__ import annotations
+
+import pytest
+
+from memory.models import Chunk, Item, Session
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def session(alice_api):
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+    return "s"
+
+
+def assert_refused(response, status, detail_part, field=None):
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert detail_part in body["detail"]
+    assert isinstance(body["code"], str) and body["code"]
+    if field is not None:
+        assert body["field"] == field
+
+
+def assert_nothing_written():
+    assert (Item.objects.count(), Chunk.objects.count()) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    "body, detail, field",
+    [
+        ({"role": "user", "text": ""}, "text must not be empty", "text"),
+        ({"role": "user", "text": " \n\t "}, "text must not be empty", "text"),
+        (
+            {"role": "robot", "text": "hi"},
+            "role: Input should be 'user', 'assistant', 'tool' or 'system'",
+            "role",
+        ),
+        (
+            {"role": "user", "text": "hi", "kind": "diary"},
+            "kind: Input should be 'history' or 'context'",
+            "kind",
+        ),
+        ({"role": "user"}, "text: Field required", "text"),
+        ({"role": "user", "text": 42}, "text: Input should be a valid string", "text"),
+        ({"role": "user", "text": "hi", "protect": True}, "protect: unknown field", "protect"),
+    ],
+)
+def test_bad_items_are_refused_with_the_field_named(alice_api, session, body, detail, field):
+    assert_refused(alice_api.post("/api/v1/sessions/s/items", body), 422, detail, field)
+    assert_nothing_written()
+
+
+def test_ten_megabyte_text_is_refused(alice_api, session):
+    response = alice_api.post("/api/v1/sessions/s/items", {"role": "tool", "text": "x" * 10_000_000})
+
+    assert_refused(response, 422, "text is 10,000,000 characters; the limit is 1,000,000", "text")
+    assert_nothing_written()
+
+
+def test_a_body_over_the_upload_limit_is_413(alice_api, session, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    response = alice_api.post("/api/v1/sessions/s/items", {"role": "tool", "text": "x" * 2000})
+
+    assert_refused(response, 413, "request body is larger")
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize("raw", ["{not json", "", "[1, 2]", '"text"', "null"])
+def test_malformed_json_is_refused(alice_api, session, raw):
+    response = alice_api.post("/api/v1/sessions/s/items", raw=raw)
+
+    assert 400 <= response.status_code < 500
+    assert response.json()["detail"]
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize("sid", ["has space", "x" * 129, "semi;colon", "ümlaut", "a/b"])
+def test_invalid_session_ids_are_refused(alice_api, sid):
+    response = alice_api.post("/api/v1/sessions", {"id": sid})
+
+    assert_refused(response, 422, "id", "id")
+    assert Session.objects.count() == 0
+
+
+@pytest.mark.parametrize("budget", [{"x_budget": 0}, {"y_budget": -5}, {"x_budget": "lots"}])
+def test_invalid_budgets_are_refused(alice_api, budget):
+    response = alice_api.post("/api/v1/sessions", budget)
+
+    assert response.status_code == 422
+    assert response.json()["field"] in ("x_budget", "y_budget")
+    assert Session.objects.count() == 0
+
+
+@pytest.mark.parametrize("token", ["", "wrong", "otto_" + "a" * 43, "x" * 5000])
+def test_missing_or_wrong_token_is_401(alice_api, session, token):
+    response = alice_api.post("/api/v1/sessions/s/items", {"role": "user", "text": "hi"}, token=token)
+
+    assert_refused(response, 401, "bearer token")
+    assert_nothing_written()
+
+
+def test_no_authorization_header_is_401(client):
+    response = client.get("/api/v1/sessions")
+
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthorized"
+
+
+def test_revoked_token_is_401(alice, alice_api, session):
+    from memory.models import ApiToken
+    from memory.services import revoke_token
+
+    revoke_token(token=ApiToken.objects.get(user=alice))
+
+    assert_refused(alice_api.get("/api/v1/sessions"), 401, "bearer token")
+
+
+def test_unknown_session_is_404(alice_api):
+    assert_refused(
+        alice_api.post("/api/v1/sessions/nope/items", {"role": "user", "text": "hi"}),
+        404,
+        "no session 'nope'",
+    )
+    assert_nothing_written()
+
+
+def test_tokens_are_stored_hashed(alice_api):
+    from memory.models import ApiToken
+
+    row = ApiToken.objects.get()
+    assert alice_api.token not in (row.digest, row.prefix)
+    assert row.digest == ApiToken.digest_of(alice_api.token)
