@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-nodeps.txt | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: setup migrate run test lint
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-nodeps.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -r requirements.txt
+	$(BIN)/python -m pip install -q --no-deps -r requirements-nodeps.txt
 	@rm -f $(VENV)/.installed-*
 	@touch $(STAMP)
 

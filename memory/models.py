@@ -191,3 +191,110 @@ class Bullet(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["session", "kind", "superseded", "first_position"])]
+
+
+class ItemVector(models.Model):
+    """An item's embedding, stamped with the model that made it (float32 bytes, L2-normalised).
+
+    On SQLite the same vector is mirrored into a sqlite-vec table for KNN (memory/store.py).
+    """
+
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="vector")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="vectors")
+    kind = models.CharField(max_length=16)
+    model = models.CharField(max_length=200)
+    dim = models.PositiveIntegerField()
+    vector = models.BinaryField()
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "kind", "model"])]
+
+
+class Setting(models.Model):
+    """Database-wide choices made once and recorded (the embedding model, DESIGN decision 3)."""
+
+    key = models.CharField(max_length=100, primary_key=True)
+    value = models.TextField()
+    updated_at = models.DateTimeField(default=timezone.now)
+
+
+class JobQuerySet(models.QuerySet["Job"]):
+    def for_user(self, user) -> JobQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(user=user)
+
+    def unfinished(self) -> JobQuerySet:
+        return self.filter(status__in=(Job.QUEUED, Job.RUNNING))
+
+
+class Job(models.Model):
+    """A background job's progress, polled by the API and the dashboard."""
+
+    QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
+
+    id = models.CharField(max_length=32, primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memory_jobs")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, null=True, blank=True, related_name="jobs")
+    kind = models.CharField(max_length=32)
+    params = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=STATUSES, default=QUEUED)
+    progress = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    attempts = models.PositiveIntegerField(default=0)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = JobQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["session", "kind", "status"])]
+
+
+class ScopedMemoryQuerySet(models.QuerySet["ScopedMemory"]):
+    def in_scope(self, user, project_key: str) -> ScopedMemoryQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(user=user, project_key=project_key)
+
+
+class ScopedMemory(models.Model):
+    """A note an agent chose to keep, addressed by (user, app+domain) or (user, conversation).
+
+    `project_key` is the resolved address handed back to the caller; the user part always comes
+    from the authenticated token, never from the request (seed 003).
+    """
+
+    APP, CONVERSATION = "app", "conversation"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="scoped_memories"
+    )
+    mode = models.CharField(max_length=16, choices=[(APP, APP), (CONVERSATION, CONVERSATION)])
+    project_key = models.CharField(max_length=600)
+    # NULL, not "", means "no key": unkeyed writes insert, and NULLs never collide in the constraint.
+    key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
+    content = models.TextField()
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    embedding = models.BinaryField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScopedMemoryQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["user", "project_key", "key"],
+                condition=Q(key__isnull=False),
+                name="scoped_memory_key_unique",
+            )
+        ]
+        indexes = [models.Index(fields=["user", "project_key", "-updated_at"])]
+
+
+class LearnedWindow(models.Model):
+    """A context-window limit learned from a provider's overflow error (in-run compaction)."""
+
+    model = models.CharField(max_length=200, unique=True)
+    window = models.PositiveIntegerField()
+    updated_at = models.DateTimeField(default=timezone.now)

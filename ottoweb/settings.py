@@ -34,6 +34,11 @@ DATA_DIR = Path(envstr("OTTO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 # tiktoken's BPE file is placed here from a package (memory/engine/tokens.py), never downloaded.
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken"))
+# The packaged embedding model's files are gathered (and sha256-verified) here on first use.
+os.environ.setdefault("OTTO_MODEL_CACHE", str(DATA_DIR / "models"))
+# Never let a model hub download sit in a retry loop: offline must fail fast (DESIGN decision 3).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("FASTEMBED_CACHE_PATH", str(DATA_DIR / "fastembed"))
 
 
 def _secret_key() -> str:
@@ -158,6 +163,8 @@ OTTO_Y_BUDGET = envint("OTTO_Y_BUDGET", 80_000)
 # One item's text, in characters: longer answers 422 (≈250K tokens, past any model's window).
 OTTO_MAX_ITEM_CHARS = envint("OTTO_MAX_ITEM_CHARS", 1_000_000)
 OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")
+# Recorded in the database on first use; see memory/embedding.py and README "Embeddings".
+OTTO_EMBEDDING_MODEL = envstr("OTTO_EMBEDDING_MODEL", "minilm")
 # "inline" compacts inside the append that overflowed Y; "job" hands it to the Celery worker.
 OTTO_COMPACTION = envstr("OTTO_COMPACTION", "inline")
 

