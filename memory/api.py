@@ -9,6 +9,7 @@ from pydantic import Field
 from . import services
 from .context import session_context, session_summary
 from .models import Session
+from .recall import recall
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -17,6 +18,8 @@ from .schemas import (
     ErrorOut,
     ItemIn,
     KindName,
+    RecallIn,
+    RecallOut,
     SessionIn,
     SessionListOut,
     SessionOut,
@@ -100,3 +103,17 @@ def append_batch(request: HttpRequest, sid: str, body: BatchIn):
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
 def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
+
+
+@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
+def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+    if not body.query.strip():
+        raise services.Invalid("query must not be empty", field="query")
+    return recall(
+        get_session(request, sid),
+        query=body.query,
+        kind=body.kind,
+        match=body.match,
+        policy=body.policy,
+        max_tokens=body.max_tokens,
+    )

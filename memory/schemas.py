@@ -118,3 +118,39 @@ class ContextOut(Schema):
     budgets: Budgets
     over_budget: bool
     text: str
+
+
+class RecallIn(StrictIn):
+    query: str = Field(..., max_length=10_000)
+    kind: Literal["history", "context", "all"] = "all"
+    match: Literal["semantic", "keyword"] = "semantic"
+    policy: Literal["default", "procedural"] = "default"
+    max_tokens: int | None = Field(None, ge=1, le=200_000)
+
+
+class RecallTurn(Schema):
+    hash: str
+    role: str
+    text: str
+    position: int
+    hit: bool
+    truncated: bool = False
+
+
+class PassageOut(Schema):
+    score: float
+    turns: list[RecallTurn]
+
+
+class RecallResults(Schema):
+    history: list[PassageOut]
+    context: list[PassageOut]
+
+
+class RecallOut(Schema):
+    query: str
+    match: str
+    results: RecallResults
+    bullets: list[BulletOut]
+    tokens: int
+    degraded: str | None

@@ -18,12 +18,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from . import embedding
 from .engine import summarizers
 from .engine.compaction import Summarizer
+from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
 from .engine.queue import Compacted, TieredQueue
+from .engine.retrieval import dense_text
 from .engine.types import KINDS, ROLES
-from .models import ApiToken, Session, TierState
-from .store import DjangoTierStore
+from .models import ApiToken, Item, ItemVector, Session, TierState
+from .store import DjangoTierStore, fts_delete, vec_delete, vec_write
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +133,7 @@ def create_session(
                 workspace=workspace,
                 x_budget=x_budget or settings.OTTO_X_BUDGET,
                 y_budget=y_budget or settings.OTTO_Y_BUDGET,
+                embedding_model=embedding.database_stamp(),
             )
             TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
     except IntegrityError:
@@ -140,6 +144,9 @@ def create_session(
 def delete_session(*, session: Session) -> None:
     """Remove the session and everything of it (items, chunks, bullets, vectors, index rows)."""
     with transaction.atomic():
+        item_ids = list(session.items.values_list("pk", flat=True))
+        fts_delete(item_ids)
+        vec_delete(item_ids)
         session.items.all().delete()
         session.delete()
 
@@ -195,7 +202,16 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
 def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
     """Run the compaction an append triggered. Inline for now; the job path replaces this body."""
     compact_session(session=session, kind=queue.kind, queue=queue)
+    transaction.on_commit(lambda: _embed_quietly(session, queue.kind))
     return None
+
+
+def _embed_quietly(session: Session, kind: str) -> None:
+    try:
+        embed_items(session=session, kind=kind)
+    except EmbeddingUnavailable as exc:
+        # Recall says it is degraded; an append must never fail because a model is missing.
+        log.warning("session %s: vectors not written: %s", session.sid, exc)
 
 
 def compact_session(
@@ -208,3 +224,87 @@ def compact_session(
         if compacted is not None and compacted.result.summarizer_error:
             log.warning("session %s: %s", session.sid, compacted.result.summarizer_error)
         return compacted
+
+
+def session_embedder(session: Session) -> Embedder:
+    """The backend whose vectors this session's recall ranks by. Raises EmbeddingUnavailable."""
+    stamp = session.embedding_model or embedding.database_stamp()
+    spec = embedding.database_model()
+    return get_embedder(spec if canonical(spec) == stamp else stamp)
+
+
+EMBED_BATCH = 128
+
+
+def embed_items(*, session: Session, kind: str, limit: int | None = None, progress: Any = None) -> int:
+    """Write vectors for the session's items of `kind` that have none, in batches; return how many.
+
+    Each item is embedded with the turn before it (same thread) as context, stamped with the
+    session's model. Idempotent: items that already have a vector are skipped. Raises
+    EmbeddingUnavailable when the model cannot be loaded (nothing is written then).
+    """
+    embedder = session_embedder(session)
+    pending = Item.objects.of_kind(session, kind).filter(vector__isnull=True).order_by("position")
+    if limit is not None:
+        pending = pending[:limit]
+    ids = list(pending.values_list("pk", flat=True))
+    done = 0
+    for start in range(0, len(ids), EMBED_BATCH):
+        rows = list(Item.objects.filter(pk__in=ids[start : start + EMBED_BATCH]).select_related("chunk"))
+        before = {
+            r.position: r
+            for r in Item.objects.of_kind(session, kind)
+            .filter(position__in=[r.position - 1 for r in rows])
+            .select_related("chunk")
+        }
+        texts = []
+        for r in rows:
+            prev = before.get(r.position - 1)
+            texts.append(
+                dense_text(
+                    r.chunk.text,
+                    r.role,
+                    r.meta,
+                    prev.chunk.text if prev else None,
+                    prev.meta if prev else None,
+                )
+            )
+        vectors = embedder.embed_documents(texts)
+        with transaction.atomic():
+            # A concurrent embedder may have got there first; the unique item key keeps one vector.
+            taken = set(ItemVector.objects.filter(item__in=rows).values_list("item_id", flat=True))
+            fresh = [(r, v) for r, v in zip(rows, vectors, strict=True) if r.pk not in taken]
+            ItemVector.objects.bulk_create(
+                [
+                    ItemVector(
+                        item=r,
+                        session=session,
+                        kind=kind,
+                        model=embedder.name,
+                        dim=embedder.dim,
+                        vector=to_blob(v),
+                    )
+                    for r, v in fresh
+                ]
+            )
+            vec_write([(r.pk, session.pk, kind, embedder.name, to_blob(v)) for r, v in fresh], embedder.dim)
+        done += len(fresh)
+        if progress is not None:
+            progress(done)
+    return done
+
+
+def reembed_session(*, session: Session, model: str | None = None, progress: Any = None) -> int:
+    """Replace every vector of the session with one from `model` (default: the database's model).
+
+    The session's stamp changes first, so recall never ranks a mixture. Returns vectors written.
+    """
+    spec = model or embedding.database_model()
+    get_embedder(spec)  # fail before deleting anything if the model cannot be had
+    with transaction.atomic():
+        item_ids = list(session.items.values_list("pk", flat=True))
+        vec_delete(item_ids)
+        ItemVector.objects.filter(session=session).delete()
+        Session.objects.filter(pk=session.pk).update(embedding_model=canonical(spec))
+        session.embedding_model = canonical(spec)
+    return sum(embed_items(session=session, kind=kind, progress=progress) for kind in KINDS)

@@ -1,12 +1,20 @@
-"""The engine's TierStore on the ORM, for one session. Callers hold the transaction."""
+"""The engine's TierStore on the ORM, and the only SQL for sqlite-vec and FTS5.
+
+Callers hold the transaction. Every item is indexed for keyword search in the transaction that
+stores it; vectors are written later, off the append path (`memory/recall.py`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
+import numpy as np
+from django.db import connection
 from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
 
+from .engine.embeddings import Vectors, from_blob
+from .engine.retrieval import index_context
 from .engine.types import Bullet, Draft, Item, Tier, TierTotals
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState
 from .models import Bullet as BulletRow
@@ -89,7 +97,7 @@ class DjangoTierStore:
         state = self._state(kind, lock=True)
         position = state.next_position
         TierState.objects.filter(pk=state.pk).update(next_position=position + 1)
-        ItemRow.objects.create(
+        row = ItemRow.objects.create(
             session=self.session,
             kind=kind,
             position=position,
@@ -99,6 +107,25 @@ class DjangoTierStore:
             protected=draft.protected,
             tokens=draft.tokens,
             meta=dict(draft.meta),
+        )
+        previous = (
+            ItemRow.objects.of_kind(self.session, kind)
+            .filter(position=position - 1)
+            .select_related("chunk")
+            .first()
+            if position
+            else None
+        )
+        fts_index(
+            row.pk,
+            scope=scope_of(self.session.pk, kind),
+            body=draft.text,
+            context=index_context(
+                draft.role,
+                draft.meta,
+                previous.chunk.text if previous else None,
+                previous.meta if previous else None,
+            ),
         )
         return Item(
             position=position,
@@ -165,3 +192,139 @@ class DjangoTierStore:
         )
         TierState.objects.filter(pk=state.pk).update(generation=base_generation + 1)
         return True
+
+
+# --- keyword search: FTS5 (SQLite) ------------------------------------------------------------------
+
+
+def scope_of(session_pk: int, kind: str) -> str:
+    """The FTS `scope` token that keeps a MATCH inside one session and kind."""
+    return f"s{session_pk}{kind}"
+
+
+def _sqlite() -> bool:
+    return connection.vendor == "sqlite"
+
+
+def fts_index(item_id: int, *, scope: str, body: str, context: str) -> None:
+    if not _sqlite():
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO memory_item_fts(rowid, scope, body, context) VALUES (%s, %s, %s, %s)",
+            [item_id, scope, body, context],
+        )
+
+
+def fts_delete(item_ids: Iterable[int]) -> None:
+    ids = list(item_ids)
+    if not ids or not _sqlite():
+        return
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 500):
+            batch = ids[start : start + 500]
+            cursor.execute(
+                f"DELETE FROM memory_item_fts WHERE rowid IN ({', '.join(['%s'] * len(batch))})", batch
+            )
+
+
+def fts_search(scope: str, match: str, *, limit: int, context_weight: float) -> list[tuple[int, float]]:
+    """Item ids matching the FTS5 expression `match` inside `scope`, best first (score > 0).
+
+    `context_weight` 0 searches the turn's own words only (keyword match); above 0 the speaker,
+    date and previous turn help too (ranking for meaning).
+    """
+    if not _sqlite() or not match:
+        return []
+    column = "body" if context_weight == 0 else "{body context}"
+    expression = f'scope : "{scope}" AND {column} : ({match})'
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rowid, bm25(memory_item_fts, 0.0, 1.0, %s) AS score FROM memory_item_fts "
+            "WHERE memory_item_fts MATCH %s ORDER BY score LIMIT %s",
+            [context_weight, expression, limit],
+        )
+        return [(int(row[0]), -float(row[1])) for row in cursor.fetchall()]
+
+
+# --- vector search: sqlite-vec (SQLite) or exact search over the session (elsewhere) ---------------
+
+
+def _vec_table(dim: int) -> str:
+    return f"memory_item_vec_{int(dim)}"
+
+
+def ensure_vec_table(dim: int) -> None:
+    if not _sqlite():
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_vec_table(dim)} USING vec0("
+            "item_id integer primary key, session_id integer partition key, kind text, model text, "
+            f"embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+
+
+def vec_tables() -> list[int]:
+    """Dimensions that have a vec0 table in this database (its shadow tables are skipped)."""
+    if not _sqlite():
+        return []
+    prefix = "memory_item_vec_"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE %s", [prefix + "%"])
+        suffixes = [row[0][len(prefix) :] for row in cursor.fetchall()]
+    return sorted(int(s) for s in suffixes if s.isdigit())
+
+
+def vec_write(rows: Sequence[tuple[int, int, str, str, bytes]], dim: int) -> None:
+    """Mirror (item_id, session_id, kind, model, float32 bytes) rows into the vec0 table."""
+    if not rows or not _sqlite():
+        return
+    ensure_vec_table(dim)
+    table = _vec_table(dim)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"DELETE FROM {table} WHERE item_id = %s", [(r[0],) for r in rows])
+        cursor.executemany(
+            f"INSERT INTO {table}(item_id, session_id, kind, model, embedding) VALUES (%s, %s, %s, %s, %s)",
+            list(rows),
+        )
+
+
+def vec_delete(item_ids: Iterable[int]) -> None:
+    ids = list(item_ids)
+    if not ids or not _sqlite():
+        return
+    with connection.cursor() as cursor:
+        for dim in vec_tables():
+            cursor.executemany(f"DELETE FROM {_vec_table(dim)} WHERE item_id = %s", [(i,) for i in ids])
+
+
+def vec_search(
+    session_pk: int, kind: str, model: str, query: Vectors, *, limit: int
+) -> list[tuple[int, float]]:
+    """Item ids nearest to `query` among the session's vectors of `model`, best first (cosine)."""
+    from .models import ItemVector
+
+    dim = int(query.shape[-1])
+    if _sqlite():
+        if dim not in vec_tables():
+            return []
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT item_id, distance FROM {_vec_table(dim)} WHERE embedding MATCH %s AND k = %s "
+                "AND session_id = %s AND kind = %s AND model = %s",
+                [np.asarray(query, dtype=np.float32).tobytes(), limit, session_pk, kind, model],
+            )
+            return [(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()]
+    # No vector index here: exact search over the session's own vectors, which is one session's worth.
+    rows = list(
+        ItemVector.objects.filter(session_id=session_pk, kind=kind, model=model).values_list(
+            "item_id", "vector"
+        )
+    )
+    if not rows:
+        return []
+    matrix = np.vstack([from_blob(bytes(v)) for _, v in rows])
+    scores = matrix @ np.asarray(query, dtype=np.float32)
+    order = np.argsort(-scores)[:limit]
+    return [(int(rows[i][0]), float(scores[i])) for i in order]

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -67,6 +67,10 @@ def normalise(vectors: npt.ArrayLike) -> Vectors:
     norms = np.linalg.norm(array, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
     return np.ascontiguousarray(array / norms, dtype=np.float32)
+
+
+def _first(vectors: Vectors) -> Vectors:
+    return cast(Vectors, vectors[0])
 
 
 def _sha256(path: Path) -> str:
@@ -153,7 +157,7 @@ class FastEmbedBackend:
 
     def embed_query(self, text: str) -> Vectors:
         engine = self._load()
-        return normalise(np.array(list(engine.embed([self.query_prefix + text]))))[0]
+        return _first(normalise(np.array(list(engine.embed([self.query_prefix + text])))))
 
 
 @dataclass
@@ -183,7 +187,7 @@ class WordLlamaBackend:
         return normalise(self._load().embed(list(texts)))
 
     def embed_query(self, text: str) -> Vectors:
-        return self.embed_documents([text])[0]
+        return _first(self.embed_documents([text]))
 
 
 @dataclass
@@ -205,7 +209,7 @@ class GeminiBackend:
             try:
                 from google import genai
 
-                options: dict[str, Any] = {"timeout": 20_000}
+                options: Any = {"timeout": 20_000}
                 if self.base_url or os.environ.get("OTTO_GEMINI_BASE_URL"):
                     options["base_url"] = self.base_url or os.environ["OTTO_GEMINI_BASE_URL"]
                 self._client = genai.Client(api_key=key, http_options=options)
@@ -236,7 +240,7 @@ class GeminiBackend:
         return self._embed(texts, "RETRIEVAL_DOCUMENT")
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed([text], "RETRIEVAL_QUERY")[0]
+        return _first(self._embed([text], "RETRIEVAL_QUERY"))
 
 
 _cache: dict[str, Embedder] = {}

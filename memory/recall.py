@@ -1,0 +1,241 @@
+"""Recall: the few raw passages that answer a question, from any depth of compaction.
+
+Stage 1 compiles the candidates: every chunk cited by a live bullet, plus the live tiers (history);
+every archived item (context, which has no bullet layer). Stage 2 ranks candidates — `semantic`
+fuses the item vectors' ranking with BM25 over the item and its context; `keyword` is FTS5 over the
+item's own words (then a substring scan) — and spends the token budget best-first
+(`engine.retrieval.assemble`). Embedding trouble never fails a recall: it degrades and says why.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from . import services
+from .engine import retrieval
+from .engine.embeddings import EmbeddingUnavailable
+from .models import TIER_X, TIER_Y, Bullet, Item, ItemVector, Session, TierState
+from .store import fts_search, scope_of, vec_search
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    max_passages: int
+    max_bullets: int
+    window: int
+
+
+POLICIES = {
+    "default": Policy(max_passages=20, max_bullets=3, window=1),
+    # Mid-task recall: one passage and one bullet, so retrieved text does not starve the task.
+    "procedural": Policy(max_passages=1, max_bullets=1, window=1),
+}
+DEFAULT_MAX_TOKENS = 3000
+RANK_DEPTH = 100
+# BM25 over the item's context (speaker, date, previous turn) counts at this weight against its words.
+CONTEXT_WEIGHT = 0.5
+
+
+@lru_cache(maxsize=256)
+def _live_hashes(session_pk: int, kind: str, generation: int) -> frozenset[str]:
+    # Keyed by generation: a compaction changes the generation, so a stale set is never read.
+    refs = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
+        "hash_refs", flat=True
+    )
+    return frozenset(h for row in refs for h in row)
+
+
+def _generation(session: Session, kind: str) -> int:
+    state = TierState.objects.filter(session=session, kind=kind).values_list("generation", flat=True).first()
+    return int(state or 0)
+
+
+def _candidates(session: Session, kind: str, item_ids: Sequence[int]) -> dict[int, int]:
+    """Of `item_ids`, those in stage 1's candidate set, mapped to their positions."""
+    rows = Item.objects.filter(pk__in=list(item_ids), session=session, kind=kind).values_list(
+        "pk", "position", "tier", "chunk__hash"
+    )
+    if kind == "context":
+        return {pk: position for pk, position, _, _ in rows}
+    live = _live_hashes(session.pk, kind, _generation(session, kind))
+    return {pk: position for pk, position, tier, h in rows if tier in (TIER_X, TIER_Y) or h in live}
+
+
+def _ranked(
+    session: Session, kind: str, ranking: Sequence[tuple[int, float]]
+) -> list[tuple[str, int, float]]:
+    positions = _candidates(session, kind, [pk for pk, _ in ranking])
+    return [(kind, positions[pk], score) for pk, score in ranking if pk in positions]
+
+
+def _mixed_stamps(session: Session, kind: str) -> str | None:
+    models = set(
+        ItemVector.objects.filter(session=session, kind=kind).values_list("model", flat=True).distinct()
+    )
+    foreign = models - {session.embedding_model}
+    if not foreign:
+        return None
+    return (
+        f"the session's {kind} vectors come from {len(models)} models ({', '.join(sorted(models))}); "
+        f"ranking across embedding models is refused — re-embed the session "
+        f"(POST /api/v1/sessions/{session.sid}/reembed) to rank by meaning again"
+    )
+
+
+def _keyword(session: Session, kind: str, query: str, limit: int) -> list[tuple[str, int, float]]:
+    scope = scope_of(session.pk, kind)
+    hits = fts_search(scope, retrieval.fts_all(query), limit=limit, context_weight=0)
+    if not hits:
+        hits = fts_search(scope, retrieval.fts_any(query), limit=limit, context_weight=0)
+    ranked = _ranked(session, kind, hits)
+    if ranked or not query.strip():
+        return ranked
+    # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first.
+    rows = (
+        Item.objects.of_kind(session, kind)
+        .filter(chunk__text__icontains=query.strip())
+        .order_by("-position")
+        .values_list("pk", flat=True)[:limit]
+    )
+    return _ranked(session, kind, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
+
+
+def _semantic(
+    session: Session, kind: str, query: str, limit: int
+) -> tuple[list[tuple[str, int, float]], str | None]:
+    scope = scope_of(session.pk, kind)
+    lexical = fts_search(scope, retrieval.fts_any(query), limit=limit, context_weight=CONTEXT_WEIGHT)
+    why = None
+    dense: list[tuple[int, float]] = []
+    try:
+        services.embed_items(session=session, kind=kind)
+        why = _mixed_stamps(session, kind)
+        if why is None:
+            embedder = services.session_embedder(session)
+            dense = vec_search(session.pk, kind, embedder.name, embedder.embed_query(query), limit=limit)
+    except EmbeddingUnavailable as exc:
+        why = f"embedding model unavailable ({exc}); ranked by keywords only"
+    if why is not None:
+        return _ranked(session, kind, lexical), why
+    fused = retrieval.rrf([[pk for pk, _ in dense], [pk for pk, _ in lexical]])
+    return _ranked(session, kind, fused[:limit]), None
+
+
+def _recent(session: Session, kind: str, limit: int) -> list[tuple[str, int, float]]:
+    rows = Item.objects.of_kind(session, kind).order_by("-position").values_list("pk", flat=True)[:limit]
+    return _ranked(session, kind, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
+
+
+def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int], retrieval.Turn]:
+    turns: dict[tuple[str, int], retrieval.Turn] = {}
+    for kind, positions in wanted.items():
+        rows = (
+            Item.objects.of_kind(session, kind).filter(position__in=sorted(positions)).select_related("chunk")
+        )
+        for r in rows:
+            turns[(kind, r.position)] = retrieval.Turn(
+                kind=kind,
+                position=r.position,
+                role=r.role,
+                text=r.chunk.text,
+                hash=r.chunk.hash,
+                tokens=r.tokens,
+            )
+    return turns
+
+
+def _bullets(
+    session: Session, passages: list[retrieval.Passage], limit: int, room: int
+) -> tuple[list[dict], int]:
+    """Live history bullets that cite the returned hits, by the rank of the best hit they cite."""
+    order = [t.turn.hash for p in passages if p.kind == "history" for t in p.turns if t.hit]
+    if not order or limit <= 0:
+        return [], 0
+    rank = {h: i for i, h in reversed(list(enumerate(order)))}
+    live = Bullet.objects.of_kind(session, "history").live()
+    scored = []
+    for b in live:
+        best = min((rank[h] for h in b.hash_refs if h in rank), default=None)
+        if best is not None:
+            scored.append((best, b.first_position, b))
+    chosen, spent = [], 0
+    for _, _, b in sorted(scored, key=lambda t: (t[0], t[1])):
+        if len(chosen) >= limit:
+            break
+        if b.tokens <= room - spent:
+            chosen.append(b)
+            spent += b.tokens
+    return [
+        {
+            "id": b.pk,
+            "text": b.text,
+            "hash_refs": list(b.hash_refs),
+            "generation": b.generation,
+            "protected": b.protected,
+        }
+        for b in chosen
+    ], spent
+
+
+def recall(
+    session: Session,
+    *,
+    query: str,
+    kind: str = "all",
+    match: str = "semantic",
+    policy: str = "default",
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """Rank the session's raw items for `query` and return passages within `max_tokens`."""
+    rules = POLICIES[policy]
+    budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
+    kinds = ["history", "context"] if kind == "all" else [kind]
+    hits: list[tuple[str, int, float]] = []
+    reasons: list[str] = []
+    for k in kinds:
+        if match == "keyword":
+            hits.extend(_keyword(session, k, query, RANK_DEPTH))
+            continue
+        ranked, why = _semantic(session, k, query, RANK_DEPTH)
+        if why is not None:
+            reasons.append(why)
+            ranked = ranked or _recent(session, k, rules.max_passages)
+        hits.extend(ranked)
+    hits.sort(key=lambda h: -h[2])
+    turns = _turns(session, retrieval.window_positions(hits[: rules.max_passages * 3], rules.window))
+    passages, spent = retrieval.assemble(
+        hits, turns, window=rules.window, max_tokens=budget, max_passages=rules.max_passages
+    )
+    bullets, bullet_tokens = _bullets(session, passages, rules.max_bullets, budget - spent)
+    results: dict[str, list[dict[str, Any]]] = {"history": [], "context": []}
+    for p in passages:
+        results[p.kind].append(
+            {
+                "score": round(p.score, 6),
+                "turns": [
+                    {
+                        "hash": t.turn.hash,
+                        "role": t.turn.role,
+                        "text": t.text,
+                        "position": t.turn.position,
+                        "hit": t.hit,
+                        **({"truncated": True} if t.truncated else {}),
+                    }
+                    for t in p.turns
+                ],
+            }
+        )
+    return {
+        "query": query,
+        "match": match,
+        "results": results,
+        "bullets": bullets,
+        "tokens": spent + bullet_tokens,
+        "degraded": "; ".join(dict.fromkeys(reasons)) or None,
+    }

@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory.engine.embeddings import (
+    MINILM_STAMP,
+    EmbeddingUnavailable,
+    FastEmbedBackend,
+    GeminiBackend,
+    WordLlamaBackend,
+    assemble_minilm_folder,
+    build,
+    canonical,
+)
+from tests.stubs import StubServer, gemini_embeddings
+
+SHARED_MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+SENTENCES = ["The cat sat on the mat.", "A kitten rested on a rug.", "Stock prices fell sharply today."]
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a non-loopback connection fails the test."""
+    real_connect = socket.socket.connect
+
+    def guarded(self, address):
+        host = address[0] if isinstance(address, tuple) else address
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            raise AssertionError(f"network access attempted: {address}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def test_fastembed_offline_without_a_local_model_fails_at_once_with_a_clear_message(
+    no_network, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path))
+    backend = build("fastembed:BAAI/bge-small-en-v1.5")
+
+    with pytest.raises(EmbeddingUnavailable) as failure:
+        backend.embed_query("hello")
+
+    assert str(failure.value).startswith("fastembed could not load BAAI/bge-small-en-v1.5:")
+
+
+def test_fastembed_loads_the_shared_model_folder_and_embeds_for_real(no_network):
+    backend = build(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{SHARED_MINILM}")
+    vectors = backend.embed_documents(SENTENCES)
+
+    assert vectors.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    similarity = vectors @ vectors.T
+    assert similarity[0, 1] > 0.5 > similarity[0, 2]
+
+
+def test_default_model_is_minilm_assembled_from_packages_identical_to_the_shared_folder(no_network, tmp_path):
+    folder = assemble_minilm_folder(tmp_path / "minilm")
+    packaged = FastEmbedBackend(
+        name=MINILM_STAMP, model="sentence-transformers/all-MiniLM-L6-v2", folder=folder
+    )
+    shared = build(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{SHARED_MINILM}")
+
+    assert canonical("minilm") == MINILM_STAMP
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json"]
+    )
+    assert np.allclose(packaged.embed_documents(SENTENCES), shared.embed_documents(SENTENCES), atol=1e-6)
+
+
+def test_a_tampered_packaged_file_is_refused(tmp_path):
+    folder = assemble_minilm_folder(tmp_path / "minilm")
+    (folder / "tokenizer.json").write_text("{}")
+    # Re-assembling checks every file again and replaces the tampered one from the package.
+    again = assemble_minilm_folder(folder)
+    assert (again / "tokenizer.json").stat().st_size > 100_000
+
+
+def test_wordllama_works_offline_from_its_wheel(no_network):
+    backend = WordLlamaBackend()
+    vectors = backend.embed_documents(SENTENCES)
+
+    assert vectors.shape == (3, 256)
+    assert float(vectors[0] @ backend.embed_query("where did the cat sit?")) > float(
+        vectors[2] @ backend.embed_query("where did the cat sit?")
+    )
+
+
+def test_bge_gets_its_query_prefix_and_other_models_do_not():
+    assert build("fastembed:BAAI/bge-small-en-v1.5").query_prefix.startswith("Represent this sentence")
+    assert build("minilm").query_prefix == ""
+
+
+def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
+    with StubServer(gemini_embeddings) as stub:
+        backend = GeminiBackend(
+            name="gemini:gemini-embedding-001",
+            model="gemini-embedding-001",
+            dim=8,
+            api_key="k",
+            base_url=stub.url,
+        )
+        documents = backend.embed_documents(["alpha", "beta"])
+        query = backend.embed_query("alpha")
+
+    paths = [p for p, _, _ in stub.requests]
+    bodies = [b for _, b, _ in stub.requests]
+    assert documents.shape == (2, 8)
+    assert np.allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(query, documents[0], atol=1e-6)
+    assert all("gemini-embedding-001" in p for p in paths)
+    assert [r.get("taskType") for r in bodies[0]["requests"]] == ["RETRIEVAL_DOCUMENT"] * 2
+    assert bodies[1]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+
+
+def test_gemini_network_failure_is_embedding_unavailable():
+    backend = GeminiBackend(name="gemini:x", model="x", api_key="k", base_url="http://127.0.0.1:9")
+
+    with pytest.raises(EmbeddingUnavailable) as failure:
+        backend.embed_query("hello")
+    assert str(failure.value).startswith("gemini embedding failed:")
+
+
+def test_gemini_without_a_key_is_unavailable(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(EmbeddingUnavailable, match="GEMINI_API_KEY"):
+        GeminiBackend(name="gemini:x", model="x").embed_query("hello")
+
+
+def test_unknown_spec_is_refused():
+    with pytest.raises(ValueError, match="unknown embedding model"):
+        build("word2vec")

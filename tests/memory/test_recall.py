@@ -1,0 +1,215 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from memory import services
+from memory.engine import tokens
+from memory.engine.embeddings import WordLlamaBackend
+from memory.models import ItemVector, Session
+from memory.services import NewItem
+from tests.engine.conftest import synthetic_turns
+
+pytestmark = pytest.mark.django_db
+
+FACT = "My sister Jenna moved to Reykjavik last spring to study volcanology at the university."
+
+
+def fill(session, turns):
+    for role, text in turns:
+        services.append_items(session=session, items=[NewItem(role=role, text=text)])
+
+
+@pytest.fixture
+def long_session(alice):
+    session = services.create_session(user=alice, sid="long", x_budget=300, y_budget=900)
+    turns = synthetic_turns(600, seed=11)
+    turns.insert(3, ("user", FACT))
+    fill(session, turns)
+    return session
+
+
+def recall(api, sid, **body):
+    response = api.post(f"/api/v1/sessions/{sid}/recall", body)
+    assert response.status_code == 200, response.content
+    return response.json()
+
+
+def top_texts(answer, kind="history"):
+    return [t["text"] for t in answer["results"][kind][0]["turns"]] if answer["results"][kind] else []
+
+
+def test_fact_from_turn_3_of_600_comes_back_first_for_a_paraphrase(alice_api, long_session):
+    answer = recall(alice_api, "long", query="Which city did Jenna relocate to for her studies?")
+
+    assert alice_api.get("/api/v1/sessions/long").json()["generation"] >= 10
+    assert answer["degraded"] is None
+    first = answer["results"]["history"][0]
+    assert [t["text"] for t in first["turns"] if t["hit"]][0] == FACT
+    assert answer["tokens"] <= 3000
+
+
+def test_recall_passages_come_best_first_with_neighbours_in_order(alice_api, long_session):
+    answer = recall(alice_api, "long", query="Jenna volcanology Reykjavik")
+
+    scores = [p["score"] for p in answer["results"]["history"]]
+    assert scores == sorted(scores, reverse=True)
+    for passage in answer["results"]["history"]:
+        positions = [t["position"] for t in passage["turns"]]
+        assert positions == sorted(positions)
+        assert any(t["hit"] for t in passage["turns"])
+
+
+def test_procedural_policy_returns_one_passage_and_at_most_one_bullet(alice_api, long_session):
+    answer = recall(alice_api, "long", query="Where does Jenna study?", policy="procedural")
+
+    assert len(answer["results"]["history"]) == 1
+    assert len(answer["bullets"]) <= 1
+
+
+def test_keyword_match_finds_only_the_exact_token_where_semantic_search_returns_paraphrases(alice, alice_api):
+    session = services.create_session(user=alice, sid="kw", x_budget=200, y_budget=600)
+    turns = synthetic_turns(200, seed=5)
+    planted = "The nightly job died again, see ERR_QUOTA_7731 in billing_v2.py for details."
+    turns.insert(120, ("tool", planted))
+    turns[60:60] = [
+        ("assistant", f"The nightly job died again because the quota ran out on shard {n}.") for n in range(8)
+    ]
+    fill(session, turns)
+
+    keyword = recall(alice_api, "kw", query="ERR_QUOTA_7731", match="keyword")
+    semantic = recall(alice_api, "kw", query="ERR_QUOTA_7731", match="semantic", kind="history")
+    file_name = recall(alice_api, "kw", query="billing_v2.py", match="keyword")
+
+    assert [t["text"] for t in keyword["results"]["history"][0]["turns"] if t["hit"]] == [planted]
+    assert [t["text"] for t in file_name["results"]["history"][0]["turns"] if t["hit"]] == [planted]
+    assert len(keyword["results"]["history"]) == 1
+    semantic_hits = [t["text"] for p in semantic["results"]["history"] for t in p["turns"] if t["hit"]]
+    assert sum("ERR_QUOTA_7731" not in text for text in semantic_hits) >= 8
+
+
+def test_keyword_match_falls_back_to_a_substring_inside_a_token(alice, alice_api):
+    session = services.create_session(user=alice, sid="sub")
+    fill(session, [("tool", "failed with ERR_QUOTA_7731"), ("assistant", "retrying now")])
+
+    answer = recall(alice_api, "sub", query="QUOTA_77", match="keyword")
+
+    assert [t["text"] for t in answer["results"]["history"][0]["turns"] if t["hit"]] == [
+        "failed with ERR_QUOTA_7731"
+    ]
+
+
+def test_context_items_are_searched_and_reported_under_their_own_heading(alice, alice_api):
+    session = services.create_session(user=alice, sid="ctx")
+    fill(session, [("user", "please check the disk"), ("assistant", "checking the disk now")])
+    services.append_items(
+        session=session,
+        items=[NewItem(role="tool", text="df: /var is 97% full (ENOSPC soon)", kind="context")],
+    )
+
+    answer = recall(alice_api, "ctx", query="how full is /var?")
+    history_only = recall(alice_api, "ctx", query="how full is /var?", kind="history")
+
+    assert top_texts(answer, "context") == ["df: /var is 97% full (ENOSPC soon)"]
+    assert all("df:" not in t["text"] for p in answer["results"]["history"] for t in p["turns"])
+    assert history_only["results"]["context"] == []
+
+
+def test_mixed_embedding_stamps_refuse_to_rank_until_reembedded(alice, alice_api):
+    session = services.create_session(user=alice, sid="mixed", x_budget=100, y_budget=300)
+    fill(session, synthetic_turns(40, seed=2))
+    recall(alice_api, "mixed", query="pottery class")  # writes MiniLM vectors
+    Session.objects.filter(pk=session.pk).update(embedding_model=WordLlamaBackend.name)
+    session.refresh_from_db()
+    fill(session, [("user", FACT), ("assistant", "That sounds exciting.")])
+    services.embed_items(session=session, kind="history")
+
+    refused = recall(alice_api, "mixed", query="Which city did Jenna move to?")
+    services.reembed_session(session=session)
+    ranked = recall(alice_api, "mixed", query="Which city did Jenna move to?")
+
+    assert set(ItemVector.objects.filter(session=session).values_list("model", flat=True)) == {
+        "fastembed:sentence-transformers/all-MiniLM-L6-v2@int8"
+    }
+    assert "ranking across embedding models is refused" in refused["degraded"]
+    assert "/reembed" in refused["degraded"]
+    assert refused["results"]["history"], "the degraded path still answers"
+    assert ranked["degraded"] is None
+    assert FACT in [t["text"] for t in ranked["results"]["history"][0]["turns"] if t["hit"]]
+
+
+def test_unavailable_model_degrades_recall_and_never_fails_an_append(alice, alice_api, settings):
+    from memory.engine import embeddings
+    from memory.models import Setting
+
+    session = services.create_session(user=alice, sid="nomodel", x_budget=100, y_budget=300)
+    Setting.objects.filter(key="embedding_model").update(value="fastembed:BAAI/bge-small-en-v1.5")
+    Session.objects.filter(pk=session.pk).update(embedding_model="fastembed:BAAI/bge-small-en-v1.5")
+    embeddings._cache.clear()
+
+    for n in range(30):
+        assert (
+            alice_api.post(
+                "/api/v1/sessions/nomodel/items",
+                {"role": "assistant", "text": f"step {n}: Reykjavik trip planning"},
+            ).status_code
+            == 201
+        )
+    answer = recall(alice_api, "nomodel", query="Reykjavik trip")
+
+    assert answer["degraded"].startswith("embedding model unavailable")
+    assert "ranked by keywords only" in answer["degraded"]
+    assert answer["results"]["history"]
+
+
+def test_token_budget_holds_for_every_query_in_a_sweep(alice, alice_api):
+    session = services.create_session(user=alice, sid="sweep", x_budget=200, y_budget=600)
+    turns = synthetic_turns(150, seed=9)
+    turns.append(("tool", "A very long tool output line. " * 400))
+    fill(session, turns)
+    rng = random.Random(4)
+    words = "deploy pottery Lisbon Postgres invoice puppy budget sourdough Redis guitar marathon tool output".split()
+
+    for n in range(200):
+        query = " ".join(rng.sample(words, rng.randint(1, 4)))
+        budget = rng.choice([1, 5, 20, 60, 200, 800, 3000])
+        body = {"query": query, "max_tokens": budget, "match": rng.choice(["semantic", "keyword"])}
+        answer = recall(alice_api, "sweep", **body)
+        returned = sum(
+            tokens.count_tokens(t["text"])
+            for k in ("history", "context")
+            for p in answer["results"][k]
+            for t in p["turns"]
+        )
+        returned += sum(tokens.count_tokens(b["text"]) for b in answer["bullets"])
+        assert answer["tokens"] == returned, (n, body)
+        assert answer["tokens"] <= budget, (n, body)
+
+
+def test_a_turn_longer_than_the_budget_is_cut_and_marked(alice, alice_api):
+    session = services.create_session(user=alice, sid="cut")
+    fill(session, [("tool", "volcano eruption log line. " * 300)])
+
+    answer = recall(alice_api, "cut", query="volcano eruption", max_tokens=50)
+
+    turn = answer["results"]["history"][0]["turns"][0]
+    assert turn["truncated"] is True
+    assert answer["tokens"] <= 50
+    assert ("volcano eruption log line. " * 300).startswith(turn["text"])
+
+
+def test_recall_of_another_users_session_is_404(alice, bob_api):
+    services.create_session(user=alice, sid="private")
+
+    response = bob_api.post("/api/v1/sessions/private/recall", {"query": "anything"})
+
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_recall_refuses_an_empty_query(alice, alice_api):
+    services.create_session(user=alice, sid="q")
+
+    response = alice_api.post("/api/v1/sessions/q/recall", {"query": "  "})
+
+    assert (response.status_code, response.json()["detail"]) == (422, "query must not be empty")
