@@ -186,3 +186,7 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_BACKEND = None
+# Celery beat (`celery -A ottoweb beat`): expired error records are deleted once a day.
+CELERY_BEAT_SCHEDULE = {
+    "lessons-purge-expired": {"task": "lessons.purge_expired", "schedule": 24 * 60 * 60.0},
+}

@@ -1,0 +1,76 @@
+"""The error-memory REST API (../shared/API.md, "Error memory"): record, list, edit, delete, related."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import Query, Router, Status
+
+from memory.schemas import ErrorOut
+
+from . import services
+from .schemas import (
+    ActionIn,
+    ErrorIn,
+    ListParams,
+    NotStoredOut,
+    RecordListOut,
+    RecordOut,
+    RelatedIn,
+    RelatedOut,
+)
+
+router = Router(tags=["lessons"])
+
+ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+@router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS})
+def record_error_view(request: HttpRequest, body: ErrorIn):
+    recorded = services.record_error(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        tool=body.tool,
+        error=body.error,
+        action=body.action,
+        outcome=body.outcome,
+        context=body.context,
+    )
+    if recorded.record is None:
+        return Status(200, {"stored": False, "reason": recorded.reason})
+    return Status(201, recorded.record)
+
+
+@router.get("/errors", response={200: RecordListOut, **ERRORS})
+def list_errors(request: HttpRequest, params: Query[ListParams]):
+    ranked = services.search_errors(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        tool=params.tool,
+        query=params.q,
+        match=params.match,
+    )
+    page = ranked.records[params.offset : params.offset + params.limit]
+    return {"items": page, "count": len(ranked.records), "match": ranked.match, "degraded": ranked.degraded}
+
+
+@router.patch("/errors/{record_id}", response={200: RecordOut, **ERRORS})
+def update_error_view(request: HttpRequest, record_id: int, body: ActionIn):
+    record = services.get_live_error(user=request.auth.user, record_id=record_id)  # type: ignore[attr-defined]
+    return services.update_error_action(record=record, action=body.action)
+
+
+@router.delete("/errors/{record_id}", response={204: None, **ERRORS})
+def delete_error_view(request: HttpRequest, record_id: int):
+    record = services.get_live_error(user=request.auth.user, record_id=record_id)  # type: ignore[attr-defined]
+    services.delete_error(record=record)
+    return Status(204, None)
+
+
+@router.post("/related", response={200: RelatedOut, **ERRORS})
+def related_errors_view(request: HttpRequest, body: RelatedIn):
+    ranked = services.find_related_errors(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        tool=body.tool,
+        error=body.error,
+        limit=body.limit,
+        match=body.match,
+    )
+    return {"related_errors": ranked.records, "match": ranked.match, "degraded": ranked.degraded}

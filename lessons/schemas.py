@@ -1,0 +1,71 @@
+"""Request and response shapes of the error-memory API (../shared/API.md, "Error memory")."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from ninja import Schema
+from pydantic import Field
+
+from memory.schemas import StrictIn
+
+Outcome = Literal["resolved", "failed", "abandoned"]
+MatchName = Literal["semantic", "keyword"]
+
+
+class ErrorIn(StrictIn):
+    tool: str
+    error: str
+    action: str
+    outcome: Outcome
+    context: str = ""
+
+
+class ActionIn(StrictIn):
+    action: str
+
+
+class RelatedIn(StrictIn):
+    tool: str
+    error: str
+    limit: int = Field(3, ge=1, le=3)
+    match: MatchName = "semantic"
+
+
+class ListParams(Schema):
+    tool: str = Field("", max_length=200)
+    q: str = Field("", max_length=10_000)
+    match: MatchName = "semantic"
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0)
+
+
+class RecordOut(Schema):
+    id: int
+    tool: str
+    error: str
+    action: str
+    context: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    hits: int
+
+
+class NotStoredOut(Schema):
+    stored: bool
+    reason: str
+
+
+class RecordListOut(Schema):
+    items: list[RecordOut]
+    count: int
+    match: MatchName
+    degraded: str | None = None
+
+
+class RelatedOut(Schema):
+    related_errors: list[RecordOut]
+    match: MatchName
+    degraded: str | None = None

@@ -1,0 +1,298 @@
+"""Every write to error memory, one function each, each in a transaction (seed 002).
+
+Only a resolved failure is stored. A lookup returns live records only and restarts the TTL of every
+record it returns; a purge deletes what has expired. The API, the Celery task and the management
+command all call these.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memory import embedding
+from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from memory.services import Invalid, NotFound
+
+from .models import ErrorRecord, ErrorRecordQuerySet, new_expiry
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = ("resolved", "failed", "abandoned")
+MatchMode = Literal["semantic", "keyword"]
+
+MAX_TOOL_CHARS = 200
+MAX_TEXT_CHARS = 100_000
+MAX_RELATED = 3
+# Enough of an error message to say what it is; the model reads at most 256 tokens anyway.
+EMBED_CHARS = 2_000
+# Cosine of "tool: error" texts under all-MiniLM-L6-v2: a reworded failure of the same cause scored
+# 0.49-0.85 in our probe, unrelated failures of the same tool a median of 0.32 (95th percentile 0.48;
+# README, "Error memory and scoped memory").
+MIN_SIMILARITY = 0.40
+# Without vectors, a record is related to a new failure when half its words are the record's (error
+# words count 1, action/context words 0.5) or one error message contains the other.
+RELATED_MIN_KEYWORD = 0.5
+
+_WORD = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have in into is it its of on or that the this to was were "
+    "with not no can could did does while when".split()
+)
+
+NOT_STORED_REASON = {
+    "failed": "outcome is 'failed': only resolved errors are stored, so a fix that did not work is never suggested",
+    "abandoned": "outcome is 'abandoned': only resolved errors are stored, so an abandoned approach is not kept",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """The answer to record_error: the new record, or why nothing was stored."""
+
+    record: ErrorRecord | None
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """Records best first, the match that ranked them, and why it was not the one asked for."""
+
+    records: list[ErrorRecord]
+    match: MatchMode
+    degraded: str | None = None
+
+
+def _text(value: str, field: str, *, required: bool = True, limit: int = MAX_TEXT_CHARS) -> str:
+    value = value.strip()
+    if required and not value:
+        raise Invalid(f"{field} must not be empty", field=field)
+    if len(value) > limit:
+        raise Invalid(f"{field} is {len(value):,} characters; the limit is {limit:,}", field=field)
+    return value
+
+
+def _embedding_text(tool: str, error: str) -> str:
+    return f"{tool}: {error}"[:EMBED_CHARS]
+
+
+def words(text: str) -> set[str]:
+    """Lower-cased word tokens minus a few function words: what a keyword match compares."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+
+
+def keyword_score(record: ErrorRecord, query: str) -> float:
+    """Share of the query's words found in the record (error words 1, action/context 0.5), plus 1
+    when either text contains the other: the query inside the error, action or context, or the
+    record's error inside the query (a new failure often quotes the old message). 0 means no match.
+    """
+    phrase = query.strip().lower()
+    wanted = words(query)
+    if not phrase:
+        return 0.0
+    error_words = words(record.error)
+    other_words = words(record.action) | words(record.context)
+    score = 0.0
+    if wanted:
+        score = sum(1.0 if w in error_words else 0.5 if w in other_words else 0.0 for w in wanted) / len(
+            wanted
+        )
+    if any(phrase in field.lower() for field in (record.error, record.action, record.context)) or (
+        record.error.strip().lower() in phrase
+    ):
+        score += 1.0
+    return score
+
+
+def _query_vector(text: str) -> tuple[np.ndarray | None, str, str | None]:
+    """The query's vector and the stamp it must be compared with, or why there is none."""
+    try:
+        backend = embedding.embedder()
+        return backend.embed_query(text), embedding.database_stamp(), None
+    except EmbeddingUnavailable as exc:
+        log.warning("error memory falls back to keyword matching: %s", exc)
+        return None, "", f"semantic matching unavailable ({exc}); ranked by keyword"
+
+
+def _by_keyword(rows: list[ErrorRecord], query: str, least: float) -> list[tuple[float, ErrorRecord]]:
+    """(score, record) for the rows whose keyword score is above 0 and at least `least`."""
+    scored = ((keyword_score(r, query), r) for r in rows)
+    return [(s, r) for s, r in scored if s > 0 and s >= least]
+
+
+def _best_first(scored: list[tuple[float, ErrorRecord]]) -> list[ErrorRecord]:
+    scored.sort(key=lambda p: (-p[0], -p[1].updated_at.timestamp(), -p[1].pk))
+    return [r for _, r in scored]
+
+
+def _rank(
+    rows: list[ErrorRecord],
+    *,
+    query: str,
+    vector_text: str,
+    match: MatchMode,
+    with_keyword: bool,
+    least_keyword: float,
+) -> Ranked:
+    """Order `rows` best first and drop the unrelated.
+
+    Semantic: a record with a vector of the database's current model scores its cosine and counts
+    from MIN_SIMILARITY; a record without one (written while no model was available, or by an
+    earlier model) scores by keyword, capped at 1 so a quoted message ranks like an identical one.
+    `with_keyword` also lets a vectored record below MIN_SIMILARITY in on its keyword score.
+    Keyword, or semantic with no model available: keyword score at least `least_keyword`.
+    """
+    if not rows:
+        return Ranked([], match)
+    vector, stamp, degraded = None, "", None
+    if match == "semantic":
+        vector, stamp, degraded = _query_vector(vector_text)
+    if vector is None:
+        return Ranked(_best_first(_by_keyword(rows, query, least_keyword)), "keyword", degraded)
+    vectored = [r for r in rows if r.embedding and r.embedding_model == stamp]
+    scored: list[tuple[float, ErrorRecord]] = []
+    if vectored:
+        cosines = np.stack([from_blob(bytes(r.embedding)) for r in vectored]) @ vector
+        scored = [(float(c), r) for c, r in zip(cosines, vectored, strict=True) if c >= MIN_SIMILARITY]
+    found = {r.pk for _, r in scored}
+    comparable = {r.pk for r in vectored}
+    rest = [r for r in rows if r.pk not in found and (with_keyword or r.pk not in comparable)]
+    scored += [(min(s, 1.0), r) for s, r in _by_keyword(rest, query, least_keyword)]
+    return Ranked(_best_first(scored), "semantic", None)
+
+
+def record_error(
+    *, user: AbstractBaseUser, tool: str, error: str, action: str, outcome: str, context: str = ""
+) -> Recorded:
+    """Store a resolved tool failure with its fix; any other outcome stores nothing and says why.
+
+    The record expires 90 days from now unless a lookup returns it. Its "tool: error" text is
+    embedded with the database's model; if no model is available the record is stored without a
+    vector (keyword matching still finds it).
+    """
+    tool = _text(tool, "tool", limit=MAX_TOOL_CHARS)
+    error = _text(error, "error")
+    if outcome not in OUTCOMES:
+        raise Invalid(f"outcome must be one of {', '.join(OUTCOMES)}", field="outcome")
+    action = _text(action, "action", required=outcome == "resolved")
+    context = _text(context, "context", required=False)
+    if outcome != "resolved":
+        return Recorded(None, NOT_STORED_REASON[outcome])
+    blob, stamp = None, ""
+    try:
+        # Embedding happens before the transaction so a model load never holds the write lock.
+        blob = to_blob(embedding.embedder().embed_documents([_embedding_text(tool, error)])[0])
+        stamp = embedding.database_stamp()
+    except EmbeddingUnavailable as exc:
+        log.warning("error record stored without a vector: %s", exc)
+    with transaction.atomic():
+        now = timezone.now()
+        record = ErrorRecord.objects.create(
+            user=user,
+            tool=tool,
+            error=error,
+            action=action,
+            context=context,
+            created_at=now,
+            updated_at=now,
+            expires_at=new_expiry(now),
+            embedding=blob,
+            embedding_model=stamp,
+        )
+    return Recorded(record)
+
+
+def get_live_error(*, user: AbstractBaseUser, record_id: int) -> ErrorRecord:
+    """The caller's live record, or NotFound: another user's or an expired record is no record."""
+    record = None
+    if 0 < record_id < 2**63:
+        record = ErrorRecord.objects.for_user(user).live().filter(pk=record_id).first()
+    if record is None:
+        raise NotFound(f"no error record {record_id}")
+    return record
+
+
+def search_errors(
+    *, user: AbstractBaseUser, tool: str = "", query: str = "", match: MatchMode = "semantic"
+) -> Ranked:
+    """The user's live records (of `tool`, if given): newest first, or ranked by `query`.
+
+    Listing is not a hit: no TTL restarts. Semantic search also lists keyword matches, scored
+    alongside the records that match by meaning.
+    """
+    rows: ErrorRecordQuerySet = ErrorRecord.objects.for_user(user).live().of_tool(tool.strip())
+    if not query.strip():
+        return Ranked(list(rows.order_by("-updated_at", "-id")), match)
+    vector_text = _embedding_text(tool.strip(), query.strip()) if tool.strip() else query.strip()
+    return _rank(
+        list(rows), query=query, vector_text=vector_text, match=match, with_keyword=True, least_keyword=0.0
+    )
+
+
+def find_related_errors(
+    *, user: AbstractBaseUser, tool: str, error: str, limit: int = MAX_RELATED, match: MatchMode = "semantic"
+) -> Ranked:
+    """Up to `limit` (1-3) live records of `tool` related to a new failure, best first.
+
+    Every record returned is a hit: its TTL restarts (now + 90 days) and its `hits` goes up by one.
+    Another user's records are never considered.
+    """
+    tool = _text(tool, "tool", limit=MAX_TOOL_CHARS)
+    error = _text(error, "error")
+    if not 1 <= limit <= MAX_RELATED:
+        raise Invalid(f"limit must be between 1 and {MAX_RELATED}", field="limit")
+    # Ranking reads outside the transaction (the query is embedded there too); only the hit writes.
+    rows = list(ErrorRecord.objects.for_user(user).live().of_tool(tool))
+    # A new failure shares a word or two with most records of its tool: only meaning, or a strong
+    # keyword match where meaning cannot be compared, counts as related (and restarts a TTL).
+    ranked = _rank(
+        rows,
+        query=error,
+        vector_text=_embedding_text(tool, error),
+        match=match,
+        with_keyword=False,
+        least_keyword=RELATED_MIN_KEYWORD,
+    )
+    ids = [r.pk for r in ranked.records[:limit]]
+    if not ids:
+        return ranked
+    with transaction.atomic():
+        now = timezone.now()
+        # live(now) again: a record that expired between ranking and now is not revived.
+        hit = ErrorRecord.objects.for_user(user).filter(pk__in=ids).live(now)
+        hit.update(expires_at=new_expiry(now), hits=F("hits") + 1)
+        fresh = ErrorRecord.objects.live(now).in_bulk(ids)
+    return Ranked([fresh[i] for i in ids if i in fresh], ranked.match, ranked.degraded)
+
+
+def update_error_action(*, record: ErrorRecord, action: str) -> ErrorRecord:
+    """Rewrite the recorded fix. The TTL is kept: editing a record is not a hit."""
+    action = _text(action, "action")
+    with transaction.atomic():
+        now = timezone.now()
+        ErrorRecord.objects.filter(pk=record.pk).update(action=action, updated_at=now)
+        record.action, record.updated_at = action, now
+    return record
+
+
+def delete_error(*, record: ErrorRecord) -> None:
+    with transaction.atomic():
+        ErrorRecord.objects.filter(pk=record.pk).delete()
+
+
+def purge_expired_errors(*, now: datetime | None = None) -> int:
+    """Delete every record whose TTL has run out; return how many. Safe to run twice."""
+    with transaction.atomic():
+        deleted, _ = ErrorRecord.objects.expired(now or timezone.now()).delete()
+    return deleted

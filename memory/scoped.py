@@ -1,0 +1,282 @@
+"""Scoped memory (seed 003): notes an agent keeps between turns, each at an address it cannot forge.
+
+The address is (user, app + domain) or (user, conversation). The user part is always the token's
+user and is never taken from the request; the rest is resolved from the arguments, and every answer
+hands back the mode and the `projectKey` it used. A key makes a write an upsert within its scope.
+Recall is ranked within exactly one scope and fails soft: an outage answers ok with nothing
+returned and says so (`degraded`), which a plain miss never does.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
+
+from . import embedding
+from .engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from .models import ScopedMemory
+from .services import Invalid
+
+if TYPE_CHECKING:
+    from django.contrib.auth.base_user import AbstractBaseUser
+
+log = logging.getLogger(__name__)
+
+MAX_CONTENT_CHARS = 100_000
+MAX_KEY_CHARS = 200
+MAX_APP_CHARS = 200
+MAX_CONVERSATION_CHARS = 200
+MAX_RECALL = 50
+# all-MiniLM-L6-v2 cosine, question against note: related pairs scored 0.41-0.66 in our probe,
+# unrelated ones at most 0.15 (README, "Error memory and scoped memory"). A note below this is not returned.
+MIN_SCORE = 0.20
+# Enough of a note to say what it is about; the model reads at most 256 tokens anyway.
+EMBED_CHARS = 2_000
+
+SCOPE_RULE = "appName and domain select app scope; conversationId selects conversation scope; give exactly one of the two"
+# A domain is a host name (with an optional port): no '@', so "app:<appName>@<domain>" parses one way.
+_DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_WORD = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
+_STOPWORDS = frozenset(
+    "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
+    "were what which who with we you do does did how".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    mode: str
+    project_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    note: ScopedMemory
+    scope: Scope
+    upserted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecalledNote:
+    note: ScopedMemory
+    score: float | None
+
+
+@dataclass(slots=True)
+class Recalled:
+    """A recall's answer. `degraded` is set only when search could not run; a miss leaves it None."""
+
+    scope: Scope
+    notes: list[RecalledNote] = field(default_factory=list)
+    note: str | None = None
+    degraded: bool | None = None
+
+
+def _part(value: str, name: str, limit: int) -> str:
+    value = value.strip()
+    if not value:
+        raise Invalid(f"{name} must not be empty ({SCOPE_RULE})", field=name)
+    if len(value) > limit:
+        raise Invalid(f"{name} is {len(value):,} characters; the limit is {limit:,}", field=name)
+    if _CONTROL.search(value):
+        raise Invalid(f"{name} must not contain control characters", field=name)
+    return value
+
+
+def resolve_scope(*, app_name: str | None, domain: str | None, conversation_id: str | None) -> Scope:
+    """The one scope the arguments select, or Invalid naming which arguments select which scope.
+
+    App scope: appName and domain, projectKey "app:<appName>@<domain>" (domain lower-cased, as host
+    names are). Conversation scope: conversationId, projectKey "conversation:<conversationId>".
+    """
+    wants_app = app_name is not None or domain is not None
+    wants_conversation = conversation_id is not None
+    if wants_app and wants_conversation:
+        raise Invalid(f"both scopes were given: {SCOPE_RULE}", field="conversationId")
+    if not wants_app and not wants_conversation:
+        raise Invalid(f"no scope was given: {SCOPE_RULE}", field="appName")
+    if wants_conversation:
+        assert conversation_id is not None
+        conversation = _part(conversation_id, "conversationId", MAX_CONVERSATION_CHARS)
+        return Scope(ScopedMemory.CONVERSATION, f"conversation:{conversation}")
+    if app_name is None or domain is None:
+        missing = "appName" if app_name is None else "domain"
+        raise Invalid(f"app scope needs both appName and domain; {missing} is missing", field=missing)
+    app = _part(app_name, "appName", MAX_APP_CHARS)
+    if "@" in app:
+        raise Invalid("appName must not contain '@' (it separates appName from domain)", field="appName")
+    host = _part(domain, "domain", 253).lower()
+    if not _DOMAIN.match(host):
+        raise Invalid("domain must be a host name: letters, digits, '.', '-', '_' and ':'", field="domain")
+    return Scope(ScopedMemory.APP, f"app:{app}@{host}")
+
+
+def _content(content: str) -> str:
+    if not content.strip():
+        raise Invalid("content must not be empty", field="content")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise Invalid(
+            f"content is {len(content):,} characters; the limit is {MAX_CONTENT_CHARS:,}", field="content"
+        )
+    return content
+
+
+def _key(key: str | None) -> str | None:
+    if key is None:
+        return None
+    key = key.strip()
+    if not key:
+        raise Invalid("key must not be empty (leave it out to insert a new memory)", field="key")
+    if len(key) > MAX_KEY_CHARS:
+        raise Invalid(f"key is {len(key):,} characters; the limit is {MAX_KEY_CHARS:,}", field="key")
+    return key
+
+
+def remember_note(
+    *,
+    user: AbstractBaseUser,
+    content: str,
+    key: str | None = None,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+) -> Remembered:
+    """Write a note in the scope the arguments select, for `user` (the token's user, never a field).
+
+    With a key, a note with that key in that scope is replaced (`upserted` True) or created; without
+    one a new note is always inserted. The content is embedded for recall; if no model is available
+    the note is stored without a vector and recall finds it by keyword.
+    """
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    content = _content(content)
+    key = _key(key)
+    blob, stamp = None, ""
+    try:
+        # Embedding happens before the transaction so a model load never holds the write lock.
+        blob = to_blob(embedding.embedder().embed_documents([content[:EMBED_CHARS]])[0])
+        stamp = embedding.database_stamp()
+    except EmbeddingUnavailable as exc:
+        log.warning("scoped memory stored without a vector: %s", exc)
+    values = {"content": content, "embedding": blob, "embedding_model": stamp}
+    try:
+        return _write(user=user, scope=scope, key=key, values=values)
+    except IntegrityError:
+        # Two writers raced to create the same key; the later one replaces the earlier one's note.
+        return _write(user=user, scope=scope, key=key, values=values)
+
+
+def _write(*, user: AbstractBaseUser, scope: Scope, key: str | None, values: dict[str, object]) -> Remembered:
+    with transaction.atomic():
+        now = timezone.now()
+        existing = None
+        if key is not None:
+            existing = (
+                ScopedMemory.objects.in_scope(user, scope.project_key)
+                .select_for_update()
+                .filter(key=key)
+                .first()
+            )
+        if existing is None:
+            note = ScopedMemory.objects.create(
+                user=user,
+                mode=scope.mode,
+                project_key=scope.project_key,
+                key=key,
+                created_at=now,
+                updated_at=now,
+                **values,
+            )
+            return Remembered(note, scope, upserted=False)
+        for name, value in values.items():
+            setattr(existing, name, value)
+        existing.updated_at = now
+        existing.save(update_fields=[*values, "updated_at"])
+        return Remembered(existing, scope, upserted=True)
+
+
+def words(text: str) -> set[str]:
+    """Lower-cased word tokens minus a few function words: what a keyword match compares."""
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+
+
+def keyword_score(note: ScopedMemory, query: str) -> float:
+    """1 when the query is the note's key or inside its content; else the share of its words found."""
+    phrase = query.strip().lower()
+    if (note.key or "").lower() == phrase or phrase in note.content.lower():
+        return 1.0
+    wanted = words(query)
+    if not wanted:
+        return 0.0
+    found = words(note.content) | words(note.key or "")
+    return len(wanted & found) / len(wanted)
+
+
+def _ranked(notes: list[ScopedMemory], query: str) -> list[RecalledNote]:
+    """Notes scoring at least MIN_SCORE, best first.
+
+    A note with a vector of the database's current model scores its cosine to the query (or 1 when
+    the query is exactly its key); any other note scores by keyword. Raises EmbeddingUnavailable.
+    """
+    vector = embedding.embedder().embed_query(query)
+    stamp = embedding.database_stamp()
+    scored: list[tuple[float, ScopedMemory]] = []
+    for note in notes:
+        if note.embedding and note.embedding_model == stamp:
+            score = float(from_blob(bytes(note.embedding)) @ vector)
+            if (note.key or "").lower() == query.strip().lower():
+                score = 1.0
+        else:
+            score = keyword_score(note, query)
+        if score >= MIN_SCORE:
+            scored.append((round(min(score, 1.0), 4), note))
+    scored.sort(key=lambda p: (-p[0], -p[1].updated_at.timestamp(), -p[1].pk))
+    return [RecalledNote(note, score) for score, note in scored]
+
+
+def recall_notes(
+    *,
+    user: AbstractBaseUser,
+    query: str | None,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+    limit: int = 5,
+) -> Recalled:
+    """The notes of exactly one of `user`'s scopes that best answer `query` (newest first if empty).
+
+    Raises Invalid for a bad scope or limit. Never raises because search is down: the answer then
+    has no notes, `degraded` True and a note saying why.
+    """
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    if not 1 <= limit <= MAX_RECALL:
+        raise Invalid(f"limit must be between 1 and {MAX_RECALL}", field="limit")
+    if query is None:
+        raise Invalid("query is required (an empty query recalls the newest notes)", field="query")
+    if len(query) > MAX_CONTENT_CHARS:
+        raise Invalid(
+            f"query is {len(query):,} characters; the limit is {MAX_CONTENT_CHARS:,}", field="query"
+        )
+    try:
+        notes = list(ScopedMemory.objects.in_scope(user, scope.project_key).order_by("-updated_at", "-id"))
+        if not notes:
+            return Recalled(scope, note=f"nothing is stored in {scope.project_key} yet")
+        if not query.strip():
+            return Recalled(scope, [RecalledNote(n, None) for n in notes[:limit]])
+        found = _ranked(notes, query)[:limit]
+    except EmbeddingUnavailable as exc:
+        log.warning("scoped recall degraded: %s", exc)
+        return Recalled(
+            scope, note=f"memory search is unavailable ({exc}); nothing was recalled", degraded=True
+        )
+    except DatabaseError as exc:
+        log.exception("scoped recall degraded: the memory store failed")
+        return Recalled(scope, note=f"the memory store is unavailable ({type(exc).__name__})", degraded=True)
+    if not found:
+        return Recalled(scope, note=f"nothing in {scope.project_key} matches the query")
+    return Recalled(scope, found)

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from django.core.serializers.json import DjangoJSONEncoder
+
+from memory import embedding
+from memory.engine.embeddings import EmbeddingUnavailable
+
+ERRORS = "/api/v1/lessons/errors"
+RELATED = "/api/v1/lessons/related"
+DAY0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def iso(moment: datetime) -> str:
+    """How the API writes a timestamp (Django's JSON encoder: ISO 8601, Z, milliseconds if any)."""
+    return DjangoJSONEncoder().default(moment)
+
+
+def resolved(tool: str = "bash", error: str = "OSError: [Errno 28] No space left on device", **extra):
+    return {"tool": tool, "error": error, "action": "rm -rf build/ && retry", "outcome": "resolved", **extra}
+
+
+@pytest.fixture
+def no_embeddings(monkeypatch):
+    """The embedding model cannot be loaded (the process-edge fault error memory must survive)."""
+
+    def unavailable(spec=None):
+        raise EmbeddingUnavailable("model files missing (test)")
+
+    monkeypatch.setattr(embedding, "embedder", unavailable)
