@@ -77,5 +77,6 @@ def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
 
 
 api.add_router("/", memory_router)
+api.add_router("/", "memory.runs_api.router")
 api.add_router("/lessons", "lessons.api.router")
 api.add_router("/memory", "memory.scoped_api.router")

@@ -167,6 +167,7 @@ OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")
 OTTO_EMBEDDING_MODEL = envstr("OTTO_EMBEDDING_MODEL", "minilm")
 # "inline" compacts inside the append that overflowed Y; "job" hands it to the Celery worker.
 OTTO_COMPACTION = envstr("OTTO_COMPACTION", "inline")
+OTTO_MODEL_WINDOWS_URL = envstr("OTTO_MODEL_WINDOWS_URL", "")  # in-run compaction's window table
 
 # --- celery ---------------------------------------------------------------------------------------
 _BROKER_DIR = DATA_DIR / "broker"

@@ -1,0 +1,213 @@
+"""In-run compaction as a service: fit an agent's transcript to its model's window (issue 8).
+
+The algorithm is `memory.engine.inrun`; this module supplies what it needs from Django — the window
+registry with learned limits persisted in `LearnedWindow`, the configured summariser, and the
+session's context tier, where every rewritten or dropped message is stored before the rewrite is
+handed back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from . import services
+from .engine import inrun
+from .engine.hashing import content_hash
+from .models import Item, LearnedWindow, Session
+
+
+class DjangoLearnedStore:
+    """`inrun.LearnedStore` on the LearnedWindow table, read on every lookup so that every process
+    (web workers, a restarted server) uses a limit as soon as any of them has learned it."""
+
+    def get(self, model: str) -> int | None:
+        return LearnedWindow.objects.filter(model=model).values_list("window", flat=True).first()
+
+    def put(self, model: str, window: int) -> None:
+        try:
+            with transaction.atomic():
+                LearnedWindow.objects.update_or_create(
+                    model=model, defaults={"window": window, "updated_at": timezone.now()}
+                )
+        except IntegrityError:
+            # Two processes learned the same model at once; keep the smaller limit.
+            LearnedWindow.objects.filter(model=model, window__gt=window).update(
+                window=window, updated_at=timezone.now()
+            )
+
+    def all(self) -> dict[str, int]:
+        return dict(LearnedWindow.objects.values_list("model", "window"))
+
+
+_registry_lock = threading.Lock()
+_registry: inrun.WindowRegistry | None = None
+
+
+def window_registry() -> inrun.WindowRegistry:
+    """The process's window registry (one background refresher per process and URL)."""
+    global _registry
+    url = settings.OTTO_MODEL_WINDOWS_URL
+    with _registry_lock:
+        if _registry is None or _registry.url != url:
+            _registry = inrun.WindowRegistry(url=url, learned=DjangoLearnedStore())
+        return _registry
+
+
+def reset_window_registry() -> None:
+    """Forget the process's registry, as a restart would (the learned limits stay in the database)."""
+    global _registry
+    with _registry_lock:
+        _registry = None
+
+
+def judges() -> inrun.Judges:
+    """The configured summariser (OTTO_SUMMARIZER) and the offline "still needed?" heuristic."""
+    return inrun.Judges(
+        summarize=services.summarizer_for(settings.OTTO_SUMMARIZER),
+        still_needed=inrun.heuristic_still_needed,
+    )
+
+
+def check_model(model: str, *, field: str = "model") -> str:
+    """The normalised `vendor:model`, or Invalid naming `field`."""
+    try:
+        return inrun.normalize_model(model)
+    except ValueError as exc:
+        raise services.Invalid(f"{field}: {exc}", field=field) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ContextLengthError:
+    """The provider's answer to the last send: its words, and the limit when the agent knows it."""
+
+    message: str = ""
+    limit: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FitOutcome:
+    messages: list[dict[str, Any]]
+    stages: list[str]
+    window: int
+    budget: int
+    summary: str | None
+    tokens: int
+    over_budget: bool
+    window_source: str
+    learned: int | None
+    evicted: int
+    stored: int
+
+
+def fit_run(
+    *,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    session: Session | None = None,
+    last_input_tokens: int | None = None,
+    error: ContextLengthError | None = None,
+    previous_model: str | None = None,
+    registry: inrun.WindowRegistry | None = None,
+) -> FitOutcome:
+    """Fit `messages` into `model`'s window; see `memory.engine.inrun` for the stages.
+
+    Everything is validated before anything is written. Then, in one transaction: a limit from
+    `error` is learned (persisted) when it is smaller than the window in use; the stages run; and
+    with `session`, every message rewritten or dropped is stored whole in that session's context
+    tier (kind "context"), so recall can bring it back. Without a session nothing is stored and the
+    stubs say so.
+    """
+    key = check_model(model)
+    switched = previous_model is not None and check_model(previous_model, field="previous_model") != key
+    transcript = [dict(m) for m in messages]
+    try:
+        inrun.check_transcript(transcript)
+    except inrun.TranscriptError as exc:
+        raise services.Invalid(exc.detail, field=exc.field) from None
+    registry = registry or window_registry()
+    with transaction.atomic():
+        overflow: inrun.Overflow | None = None
+        learned: int | None = None
+        if error is not None:
+            parsed = inrun.parse_overflow(error.message)
+            limit = error.limit if error.limit is not None else parsed.limit
+            overflow = inrun.Overflow(limit=limit, used=parsed.used)
+            if limit is not None and registry.learn(key, limit):
+                learned = limit
+        window = registry.lookup(key)
+        fitted = inrun.fit(
+            transcript,
+            window=window.window,
+            last_input_tokens=last_input_tokens,
+            overflow=overflow,
+            model_switched=switched,
+            judges=judges(),
+            stored=session is not None,
+        )
+        stored = store_evicted(session=session, evicted=fitted.evicted, model=key) if session else 0
+    return FitOutcome(
+        messages=fitted.messages,
+        stages=fitted.stages,
+        window=fitted.window,
+        budget=fitted.budget,
+        summary=fitted.summary,
+        tokens=fitted.tokens,
+        over_budget=fitted.over_budget,
+        window_source=window.source,
+        learned=learned,
+        evicted=len(fitted.evicted),
+        stored=stored,
+    )
+
+
+def _parts(text: str) -> list[str]:
+    # An item is limited to OTTO_MAX_ITEM_CHARS; a longer message is stored in consecutive parts.
+    size = settings.OTTO_MAX_ITEM_CHARS
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def store_evicted(*, session: Session, evicted: Sequence[inrun.Evicted], model: str) -> int:
+    """Store evicted messages whole in the session's context tier; return how many items were new.
+
+    A message already stored (the agent resent a transcript, or two calls evicted the same message)
+    is not stored again: chunks are content-addressed, and its context item already exists.
+    """
+    items: list[services.NewItem] = []
+    seen: set[str] = set()
+    for entry in evicted:
+        message = entry.message
+        parts = _parts(entry.text)
+        for number, part in enumerate(parts):
+            if not part.strip() or content_hash(part) in seen:
+                continue
+            seen.add(content_hash(part))
+            meta: dict[str, Any] = {
+                "source": "runs.fit",
+                "stage": entry.stage,
+                "model": model,
+                "thread": "run",
+                "speaker": f"tool {entry.tool_name}" if entry.tool_name else message["role"],
+            }
+            if message.get("tool_call_id"):
+                meta["tool_call_id"] = message["tool_call_id"]
+            if len(parts) > 1:
+                meta["part"], meta["parts"] = number + 1, len(parts)
+            items.append(services.NewItem(role=message["role"], text=part, kind="context", meta=meta))
+    if not items:
+        return 0
+    existing = set(
+        Item.objects.filter(session=session, kind="context", chunk__hash__in=list(seen)).values_list(
+            "chunk__hash", flat=True
+        )
+    )
+    fresh = [item for item in items if content_hash(item.text) not in existing]
+    if fresh:
+        services.append_items(session=session, items=fresh)
+    return len(fresh)

@@ -1,0 +1,124 @@
+"""In-run compaction over HTTP (../shared/API.md, "In-run compaction"): POST /runs/fit, GET /models/windows."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import runs
+from .api import get_session
+from .schemas import ErrorOut, StrictIn
+
+router = Router(tags=["runs"])
+
+ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+
+
+class PassThrough(BaseModel):
+    # Chat messages carry vendor fields we do not know (refusal, cache_control, …); they go back as
+    # sent. A plain pydantic model: ninja's Schema validates through a getter that drops extra fields.
+    model_config = ConfigDict(extra="allow")
+
+
+class ToolFunctionIn(PassThrough):
+    name: str = Field(min_length=1, max_length=200)
+    arguments: str
+
+
+class ToolCallIn(PassThrough):
+    id: str = Field(min_length=1, max_length=200)
+    type: Literal["function"] = "function"
+    function: ToolFunctionIn
+
+
+class ChatMessageIn(PassThrough):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCallIn] | None = None
+    tool_call_id: str | None = Field(None, min_length=1, max_length=200)
+    name: str | None = Field(None, max_length=200)
+
+
+class ContextLengthErrorIn(StrictIn):
+    kind: Literal["context_length"]
+    message: str = Field("", max_length=100_000)
+    limit: int | None = Field(None, ge=1024, le=100_000_000)
+
+
+class FitIn(StrictIn):
+    session: str | None = Field(None, min_length=1, max_length=128)
+    model: str = Field(min_length=1, max_length=200)
+    messages: list[ChatMessageIn] = Field(min_length=1)
+    last_input_tokens: int | None = Field(None, ge=0, le=100_000_000)
+    error: ContextLengthErrorIn | None = None
+    previous_model: str | None = Field(None, min_length=1, max_length=200)
+
+
+class FitOut(Schema):
+    messages: list[dict[str, Any]]
+    stages: list[str]
+    window: int
+    budget: int
+    summary: str | None
+    tokens: int
+    over_budget: bool
+    window_source: Literal["table", "learned", "default"]
+    learned: int | None
+    evicted: int
+    stored: int
+
+
+class WindowOut(Schema):
+    model: str
+    window: int
+    source: Literal["table", "learned", "default"]
+
+
+class WindowsOut(Schema):
+    items: list[WindowOut]
+
+
+class WindowsQuery(Schema):
+    model: str | None = Field(None, min_length=1, max_length=200)
+
+
+@router.post("/runs/fit", response={200: FitOut, **ERRORS})
+def fit_run(request: HttpRequest, body: FitIn):
+    session = get_session(request, body.session) if body.session is not None else None
+    error = (
+        runs.ContextLengthError(message=body.error.message, limit=body.error.limit) if body.error else None
+    )
+    outcome = runs.fit_run(
+        model=body.model,
+        # exclude_unset: a message goes back with exactly the fields it came with.
+        messages=[m.model_dump(exclude_unset=True) for m in body.messages],
+        session=session,
+        last_input_tokens=body.last_input_tokens,
+        error=error,
+        previous_model=body.previous_model,
+    )
+    return {
+        "messages": outcome.messages,
+        "stages": outcome.stages,
+        "window": outcome.window,
+        "budget": outcome.budget,
+        "summary": outcome.summary,
+        "tokens": outcome.tokens,
+        "over_budget": outcome.over_budget,
+        "window_source": outcome.window_source,
+        "learned": outcome.learned,
+        "evicted": outcome.evicted,
+        "stored": outcome.stored,
+    }
+
+
+@router.get("/models/windows", response={200: WindowsOut, **ERRORS})
+def model_windows(request: HttpRequest, params: Query[WindowsQuery]):
+    registry = runs.window_registry()
+    if params.model is not None:
+        info = registry.lookup(runs.check_model(params.model))
+        return {"items": [{"model": info.model, "window": info.window, "source": info.source}]}
+    return {"items": [{"model": i.model, "window": i.window, "source": i.source} for i in registry.listing()]}
