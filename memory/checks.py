@@ -31,3 +31,17 @@ def sqlite_extensions(app_configs, databases=None, **kwargs):  # type: ignore[no
     except Exception as exc:
         errors.append(Error(f"FTS5 is not available ({exc})", id="memory.E002"))
     return errors
+
+
+@register("database")
+def embedding_model_recorded(app_configs, databases=None, **kwargs):  # type: ignore[no-untyped-def]
+    from django.core.checks import Warning
+    from django.db.utils import DatabaseError
+
+    from .embedding import configured_differs
+
+    try:
+        message = configured_differs()
+    except DatabaseError:  # not migrated yet: nothing recorded, nothing to compare
+        return []
+    return [Warning(message, id="memory.W001")] if message else []

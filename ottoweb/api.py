@@ -30,11 +30,21 @@ def error(request: HttpRequest, status: int, detail: str, code: str, **extra: ob
     return api.create_response(request, {"detail": detail, "code": code, **extra}, status=status)
 
 
+SOURCES = ("body", "query", "path", "header", "cookie", "form", "file")
+
+
 def _location(loc: list | tuple) -> str:
-    # Drop ninja's parameter-source prefix ("body", "query", "path") and the schema's own name.
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "params")]
-    if len(parts) > 1 and parts[0] in ("body", "params"):
+    """The field a validation error is about, as the client named it.
+
+    ninja reports (source, view parameter, field…), e.g. ("body", "body", "text") or
+    ("query", "params", "limit"); the first two say nothing to a client. A field that happens to
+    be called "query" or "body" is kept.
+    """
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in SOURCES:
         parts = parts[1:]
+        if len(parts) > 1:
+            parts = parts[1:]
     return ".".join(parts) or "body"
 
 

@@ -152,30 +152,24 @@ def assemble(
     max_passages: int,
     neighbour_ok: Callable[[Turn, Turn], bool] | None = None,
 ) -> tuple[list[Passage], int]:
-    """Spend `max_tokens` on passages, best hit first: each hit, then its neighbours nearest first.
+    """Spend `max_tokens` best hit first; then give the passages their neighbours with what is left.
 
-    A turn already returned is never charged twice (an adjacent hit joins the passage it touches).
-    A hit that does not fit is skipped, except that the best one is cut to fit and marked truncated,
-    so `tokens <= max_tokens` always holds and something is always returned when anything matched.
+    Hits come first because a better hit is worth more than a neighbour of an earlier one (on
+    LoCoMo, neighbours taken before further hits cost coverage). A turn is never charged twice: a
+    hit next to a returned turn joins that passage. A hit that does not fit is skipped, except the
+    best one, which is cut to fit and marked truncated — so `tokens <= max_tokens` always holds.
     """
     passages: list[Passage] = []
     owner: dict[tuple[str, int], Passage] = {}
     spent = 0
     for kind, position, score in hits:
-        if len(passages) >= max_passages and (kind, position) not in owner:
-            break
-        hit = turns.get((kind, position))
-        if hit is None:
-            continue
         key = (kind, position)
-        passage = owner.get(key)
-        if passage is not None:
-            for entry in passage.turns:
-                if entry.turn.position == position:
-                    entry.hit = True
+        hit = turns.get(key)
+        if hit is None or key in owner:
             continue
-        # Attach to a passage this hit is adjacent to, so neighbours are not returned twice.
-        passage = owner.get((kind, position - 1)) or owner.get((kind, position + 1))
+        joined = owner.get((kind, position - 1)) or owner.get((kind, position + 1))
+        if joined is None and len(passages) >= max_passages:
+            continue
         room = max_tokens - spent
         if hit.tokens <= room:
             entry = PassageTurn(turn=hit, hit=True, text=hit.text, tokens=hit.tokens)
@@ -184,27 +178,29 @@ def assemble(
             entry = PassageTurn(turn=hit, hit=True, text=cut, truncated=True, tokens=tok.count_tokens(cut))
         else:
             continue
-        if passage is None:
-            passage = Passage(kind=kind, score=score)
+        passage = joined or Passage(kind=kind, score=score)
+        if joined is None:
             passages.append(passage)
         passage.turns.append(entry)
         owner[key] = passage
         spent += entry.tokens
-        for distance in range(1, window + 1):
-            for neighbour_position in (position - distance, position + distance):
-                nkey = (kind, neighbour_position)
-                neighbour = turns.get(nkey)
-                if neighbour is None or nkey in owner:
-                    continue
-                if neighbour_ok is not None and not neighbour_ok(hit, neighbour):
-                    continue
-                if neighbour.tokens > max_tokens - spent:
-                    continue
-                passage.turns.append(
-                    PassageTurn(turn=neighbour, text=neighbour.text, tokens=neighbour.tokens)
-                )
-                owner[nkey] = passage
-                spent += neighbour.tokens
+    for distance in range(1, window + 1):
+        for passage in list(passages):
+            for entry in [e for e in passage.turns if e.hit]:
+                hit = entry.turn
+                for neighbour_position in (hit.position - distance, hit.position + distance):
+                    nkey = (passage.kind, neighbour_position)
+                    neighbour = turns.get(nkey)
+                    if neighbour is None or nkey in owner or neighbour.tokens > max_tokens - spent:
+                        continue
+                    if neighbour_ok is not None and not neighbour_ok(hit, neighbour):
+                        continue
+                    passage.turns.append(
+                        PassageTurn(turn=neighbour, text=neighbour.text, tokens=neighbour.tokens)
+                    )
+                    owner[nkey] = passage
+                    spent += neighbour.tokens
+    for passage in passages:
         passage.turns.sort(key=lambda t: t.turn.position)
     return passages, spent
 

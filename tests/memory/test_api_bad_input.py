@@ -131,3 +131,17 @@ def test_tokens_are_stored_hashed(alice_api):
     row = ApiToken.objects.get()
     assert alice_api.token not in (row.digest, row.prefix)
     assert row.digest == ApiToken.digest_of(alice_api.token)
+
+
+def test_a_missing_field_called_query_is_named_as_query(alice_api, session):
+    response = alice_api.post("/api/v1/sessions/s/recall", {"kind": "history"})
+
+    assert response.status_code == 422
+    assert (response.json()["field"], response.json()["detail"]) == ("query", "query: Field required")
+
+
+def test_a_bad_query_parameter_is_named(alice_api):
+    response = alice_api.get("/api/v1/sessions?limit=0")
+
+    assert response.status_code == 422
+    assert response.json()["field"] == "limit"

@@ -213,3 +213,21 @@ def test_recall_refuses_an_empty_query(alice, alice_api):
     response = alice_api.post("/api/v1/sessions/q/recall", {"query": "  "})
 
     assert (response.status_code, response.json()["detail"]) == (422, "query must not be empty")
+
+
+def test_a_changed_model_setting_keeps_the_recorded_model_and_the_check_says_so(alice, settings):
+    from memory.checks import embedding_model_recorded
+    from memory.embedding import database_model
+
+    services.create_session(user=alice, sid="first")
+    settings.OTTO_EMBEDDING_MODEL = "wordllama"
+
+    warnings = embedding_model_recorded(None)
+
+    assert database_model() == "minilm"
+    assert (
+        services.create_session(user=alice, sid="second").embedding_model
+        == "fastembed:sentence-transformers/all-MiniLM-L6-v2@int8"
+    )
+    assert [w.id for w in warnings] == ["memory.W001"]
+    assert "manage.py reembed --all --model wordllama" in warnings[0].msg

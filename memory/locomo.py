@@ -1,0 +1,175 @@
+"""LoCoMo replay and scoring for `manage.py eval_memory` (no Django here: plain data in, figures out).
+
+Format and quirks: ../shared/data/locomo/README.md. Category numbers: 1 multi-hop, 2 temporal,
+3 open-domain, 4 single-hop, 5 adversarial (not scored: there is no evidence to find).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+_DIA = re.compile(r"^D(\d+):(\d+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class LocomoTurn:
+    dia_id: str
+    speaker: str
+    text: str
+    session: int
+    date: str
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    question: str
+    category: int
+    evidence: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class Conversation:
+    sample_id: str
+    speakers: tuple[str, str]
+    turns: list[LocomoTurn]
+    questions: list[Question]
+    dropped_evidence: list[str] = field(default_factory=list)
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """The turn as said, with a shared photo's caption (evidence often points at the photo)."""
+    text = str(turn.get("text", "")).strip()
+    caption = turn.get("blip_caption")
+    if caption:
+        text = f"{text} [shares a photo: {caption}]".strip()
+    return text
+
+
+def _repair(raw: str) -> list[str]:
+    ids = []
+    for piece in re.split(r"[;,\s]+", raw.strip()):
+        if not piece:
+            continue
+        piece = piece.replace("D:", "D", 1) if piece.startswith("D:") else piece
+        match = _DIA.match(piece)
+        if match:
+            ids.append(f"D{int(match.group(1))}:{int(match.group(2))}")
+        else:
+            ids.append(piece)
+    return ids
+
+
+def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
+    """Conversations with repaired evidence ids; ids that name no turn are dropped and listed."""
+    conversations = []
+    for raw in data:
+        conv = raw["conversation"]
+        numbers = sorted(
+            int(k.split("_")[1])
+            for k, v in conv.items()
+            if re.fullmatch(r"session_\d+", k) and isinstance(v, list)
+        )
+        turns = [
+            LocomoTurn(
+                dia_id=t["dia_id"],
+                speaker=t["speaker"],
+                text=turn_text(t),
+                session=n,
+                date=str(conv.get(f"session_{n}_date_time", "")),
+            )
+            for n in numbers
+            for t in conv[f"session_{n}"]
+        ]
+        known = {t.dia_id for t in turns}
+        item = Conversation(
+            sample_id=str(raw.get("sample_id", f"conv-{len(conversations)}")),
+            speakers=(conv["speaker_a"], conv["speaker_b"]),
+            turns=turns,
+            questions=[],
+        )
+        for qa in raw["qa"]:
+            category = int(qa["category"])
+            if category not in CATEGORIES:
+                continue
+            evidence = []
+            for raw_id in qa.get("evidence", []):
+                for dia in _repair(str(raw_id)):
+                    if dia in known:
+                        evidence.append(dia)
+                    else:
+                        item.dropped_evidence.append(dia)
+            if evidence:
+                item.questions.append(Question(str(qa["question"]), category, tuple(dict.fromkeys(evidence))))
+        conversations.append(item)
+    return conversations
+
+
+@dataclass(slots=True)
+class Outcome:
+    category: int
+    stored: bool
+    strict: bool
+    per_turn: float
+    tokens: int
+    latency_ms: float
+    question: str = ""
+    evidence: tuple[str, ...] = ()
+    returned: tuple[str, ...] = ()
+
+
+def _pct(values: Iterable[float]) -> float:
+    values = list(values)
+    return round(100.0 * sum(values) / len(values), 1) if values else 0.0
+
+
+def _quantile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    if len(values) == 1:
+        return round(values[0], 2)
+    return round(statistics.quantiles(values, n=100, method="inclusive")[int(q * 100) - 1], 2)
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    """Figures for a set of outcomes, percentages as numbers from 0 to 100."""
+    latencies = [o.latency_ms for o in outcomes]
+    return {
+        "n": len(outcomes),
+        "store": _pct(o.stored for o in outcomes),
+        "strict": _pct(o.strict for o in outcomes),
+        "per_turn": _pct(o.per_turn for o in outcomes),
+        "tokens_mean": round(statistics.fmean(o.tokens for o in outcomes), 1) if outcomes else 0.0,
+        "latency_ms_p50": _quantile(latencies, 0.50),
+        "latency_ms_p95": _quantile(latencies, 0.95),
+    }
+
+
+def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    overall = summarise(outcomes)
+    return {
+        "n": overall.pop("n"),
+        "overall": overall,
+        "categories": {
+            name: summarise([o for o in outcomes if o.category == number])
+            for number, name in CATEGORIES.items()
+        },
+    }
+
+
+def table(figures: dict[str, Any]) -> str:
+    """The printed table: one row per category and overall."""
+    head = f"{'category':<12} {'n':>5} {'store':>7} {'strict':>7} {'per-turn':>9} {'tokens':>7} {'p50 ms':>7} {'p95 ms':>7}"
+    rows = [head, "-" * len(head)]
+    entries = [(name, figures["categories"][name]) for name in CATEGORIES.values()]
+    entries.append(("overall", {**figures["overall"], "n": figures["n"]}))
+    for name, f in entries:
+        rows.append(
+            f"{name:<12} {f['n']:>5} {f['store']:>6.1f}% {f['strict']:>6.1f}% {f['per_turn']:>8.1f}% "
+            f"{f['tokens_mean']:>7.0f} {f['latency_ms_p50']:>7.1f} {f['latency_ms_p95']:>7.1f}"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,115 @@
+"""eval_memory end to end on a real (shortened) LoCoMo conversation, in a subprocess like a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memory import locomo
+
+ROOT = Path(__file__).resolve().parents[2]
+DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def small_conversation(tmp_path_factory) -> Path:
+    """conv-26 cut to its first three sessions, with the questions those sessions answer."""
+    conv = json.loads(DEV.read_text())[0]
+    keep = {f"session_{n}" for n in (1, 2, 3)} | {f"session_{n}_date_time" for n in (1, 2, 3)}
+    conv["conversation"] = {
+        k: v for k, v in conv["conversation"].items() if k in keep or k in ("speaker_a", "speaker_b")
+    }
+    known = {t["dia_id"] for n in (1, 2, 3) for t in conv["conversation"][f"session_{n}"]}
+    conv["qa"] = [q for q in conv["qa"] if q.get("evidence") and set(q["evidence"]) <= known]
+    path = tmp_path_factory.mktemp("locomo") / "small.json"
+    path.write_text(json.dumps([conv]))
+    return path
+
+
+def run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "OTTO_DATA_DIR": str(tmp_path / "caller")}
+    return subprocess.run(
+        [sys.executable, "manage.py", "eval_memory", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+def test_eval_memory_prints_a_table_whose_totals_match(small_conversation, tmp_path):
+    out = tmp_path / "figures.json"
+    done = run(
+        "--data",
+        str(small_conversation),
+        "--x-budget",
+        "200",
+        "--y-budget",
+        "400",
+        "--max-tokens",
+        "2600",
+        "--json",
+        str(out),
+        tmp_path=tmp_path,
+    )
+
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    expected = len(locomo.load(json.loads(small_conversation.read_text()))[0].questions)
+    rows = {
+        line.split()[0]: line.split()
+        for line in done.stdout.splitlines()
+        if line.split() and line.split()[0] in (*locomo.CATEGORIES.values(), "overall")
+    }
+    assert figures["n"] == expected > 10
+    assert int(rows["overall"][1]) == expected == sum(int(rows[c][1]) for c in locomo.CATEGORIES.values())
+    assert rows["overall"][2] == "100.0%"  # every evidence turn reached the store
+    assert float(rows["overall"][3].rstrip("%")) == figures["overall"]["strict"]
+    assert figures["generations"] > 0
+    assert figures["budgets"] == {"x": 200, "y": 400, "max_tokens": 2600}
+    assert 0 < figures["overall"]["tokens_mean"] <= 2600
+    assert set(figures["categories"]) == {"single-hop", "multi-hop", "temporal", "open-domain"}
+
+
+def test_eval_memory_refuses_to_score_when_no_compaction_fired(small_conversation, tmp_path):
+    done = run("--data", str(small_conversation), tmp_path=tmp_path)
+
+    assert done.returncode == 1
+    assert "no compaction fired at x-budget 24000 / y-budget 80000" in done.stderr
+    assert "strict" not in done.stdout
+
+
+def test_locomo_evidence_ids_are_repaired_and_unknown_ones_dropped():
+    data = [
+        {
+            "sample_id": "t",
+            "conversation": {
+                "speaker_a": "A",
+                "speaker_b": "B",
+                "session_1": [
+                    {"speaker": "A", "dia_id": "D1:1", "text": "hi"},
+                    {"speaker": "B", "dia_id": "D1:2", "text": "yo", "blip_caption": "a dog"},
+                ],
+                "session_1_date_time": "1 May 2023",
+                "session_11_date_time": "no such session",
+            },
+            "qa": [
+                {"question": "q1", "answer": "x", "evidence": ["D1:1; D1:2"], "category": 1},
+                {"question": "q2", "answer": "x", "evidence": ["D:1:2", "D9:9"], "category": 4},
+                {"question": "q3", "answer": "x", "evidence": ["D"], "category": 2},
+                {"question": "q4", "adversarial_answer": "x", "evidence": ["D1:1"], "category": 5},
+            ],
+        }
+    ]
+    conv = locomo.load(data)[0]
+
+    assert [(q.question, q.evidence) for q in conv.questions] == [("q1", ("D1:1", "D1:2")), ("q2", ("D1:2",))]
+    assert conv.dropped_evidence == ["D9:9", "D"]
+    assert conv.turns[1].text == "yo [shares a photo: a dog]"
