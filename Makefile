@@ -24,7 +24,7 @@ migrate: setup
 run: migrate
 	$(BIN)/python manage.py check --fail-level ERROR
 	@echo "ottoweb on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/v1/docs)"
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	$(BIN)/python manage.py serve $(HOST):$(PORT)
 
 lint: setup
 	$(BIN)/ruff check .

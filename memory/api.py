@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from . import services
 from .context import session_context, session_summary
-from .models import Session
+from .models import Job, Session
 from .recall import recall
 from .schemas import (
     AppendOut,
@@ -17,9 +20,13 @@ from .schemas import (
     ContextOut,
     ErrorOut,
     ItemIn,
+    JobOut,
+    JobRef,
     KindName,
+    MemoryActionIn,
     RecallIn,
     RecallOut,
+    ReembedIn,
     SessionIn,
     SessionListOut,
     SessionOut,
@@ -52,6 +59,22 @@ def create_session(request: HttpRequest, body: SessionIn):
         x_budget=body.x_budget,
         y_budget=body.y_budget,
     )
+    return Status(201, _summary(request, session.sid))
+
+
+# Before /sessions/{sid}: Django would otherwise match "import" as a session id.
+@router.post("/sessions/import", response={201: SessionOut, **ERRORS})
+def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (the contract's name)
+    """The body is a session document (GET …/export); validated whole before anything is written."""
+    limit = settings.OTTO_MAX_IMPORT_BYTES
+    size = int(request.META.get("CONTENT_LENGTH") or 0)
+    if size > limit:
+        raise services.Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
+    try:
+        document = json.loads(request.body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise services.Invalid(f"the document is not valid JSON ({exc})", field="$") from None
+    session = services.import_session(user=request.auth.user, document=document, sid=id)  # type: ignore[attr-defined]
     return Status(201, _summary(request, session.sid))
 
 
@@ -117,3 +140,36 @@ def recall_view(request: HttpRequest, sid: str, body: RecallIn):
         policy=body.policy,
         max_tokens=body.max_tokens,
     )
+
+
+@router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})
+def memory_action(request: HttpRequest, sid: str, body: MemoryActionIn):
+    """compact → {"removed"}; summary → {"count"}; reset (mode summary|all) → {"reset"}."""
+    return services.memory_action(session=get_session(request, sid), action=body.action, mode=body.mode)
+
+
+@router.get("/sessions/{sid}/export", response={200: dict, **ERRORS})
+def export_session(request: HttpRequest, sid: str):
+    return services.export_session(get_session(request, sid))
+
+
+@router.post("/sessions/{sid}/reembed", response={202: JobRef, **ERRORS})
+def reembed(request: HttpRequest, sid: str, body: ReembedIn | None = None):
+    job = services.enqueue_reembed(session=get_session(request, sid), model=body.model if body else None)
+    return Status(202, {"job_id": job.id})
+
+
+@router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS})
+def get_job(request: HttpRequest, job_id: str):
+    job = Job.objects.for_user(request.auth.user).select_related("session").filter(pk=job_id).first()  # type: ignore[attr-defined]
+    if job is None:
+        raise services.NotFound(f"no job {job_id!r}")
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "progress": job.progress,
+        "total": job.total,
+        "error": job.error,
+        "session": job.session.sid if job.session else None,
+    }

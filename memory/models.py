@@ -242,6 +242,8 @@ class Job(models.Model):
     total = models.PositiveIntegerField(default=0)
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
+    # "host:pid" of the worker running it; with claimed_at (bumped on progress) this is the claim.
+    claimed_by = models.CharField(max_length=200, blank=True, default="")
     claimed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)

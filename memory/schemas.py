@@ -154,3 +154,26 @@ class RecallOut(Schema):
     bullets: list[BulletOut]
     tokens: int
     degraded: str | None
+
+
+class MemoryActionIn(StrictIn):
+    action: Literal["compact", "summary", "reset"]
+    mode: Literal["summary", "all"] | None = None
+
+
+class ReembedIn(StrictIn):
+    model: str | None = Field(None, max_length=300)
+
+
+class JobRef(Schema):
+    job_id: str
+
+
+class JobOut(Schema):
+    id: str
+    kind: str
+    status: str
+    progress: int
+    total: int
+    error: str
+    session: str | None

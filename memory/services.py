@@ -6,10 +6,13 @@ The API, the dashboard, Celery tasks and management commands all call these; not
 from __future__ import annotations
 
 import logging
+import os
 import re
 import secrets
+import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -18,14 +21,15 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import embedding
+from . import embedding, importing
 from .engine import summarizers
+from .engine import tokens as tok
 from .engine.compaction import Summarizer
 from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
 from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
-from .engine.types import KINDS, ROLES
-from .models import ApiToken, Item, ItemVector, Session, TierState
+from .engine.types import KINDS, ROLES, Draft
+from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState
 from .store import DjangoTierStore, fts_delete, vec_delete, vec_write
 
 log = logging.getLogger(__name__)
@@ -80,9 +84,7 @@ class AppendOutcome:
 @lru_cache(maxsize=4)
 def summarizer_for(spec: str) -> Summarizer:
     """The summariser named by OTTO_SUMMARIZER (DESIGN decision 4)."""
-    if spec == "offline":
-        return summarizers.offline()
-    raise ValueError(f"unknown summariser {spec!r}")
+    return summarizers.from_spec(spec)
 
 
 def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer | None = None) -> TieredQueue:
@@ -200,7 +202,9 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
 
 
 def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
-    """Run the compaction an append triggered. Inline for now; the job path replaces this body."""
+    """Hand the compaction an append triggered to the worker, or run it inline (OTTO_COMPACTION)."""
+    if settings.OTTO_COMPACTION == "job":
+        return {"job_id": enqueue_compaction(session=session).id}
     compact_session(session=session, kind=queue.kind, queue=queue)
     transaction.on_commit(lambda: _embed_quietly(session, queue.kind))
     return None
@@ -215,12 +219,17 @@ def _embed_quietly(session: Session, kind: str) -> None:
 
 
 def compact_session(
-    *, session: Session, kind: str = "history", force: bool = False, queue: TieredQueue | None = None
+    *,
+    session: Session,
+    kind: str = "history",
+    force: bool = False,
+    include_x: bool = False,
+    queue: TieredQueue | None = None,
 ) -> Compacted | None:
-    """Compact one kind of the session: raw Y items to chunks, Y replaced by cited bullets."""
+    """Compact one kind of the session now: raw Y items archived, Y replaced by cited bullets."""
     with transaction.atomic():
         queue = queue or queue_for(session, kind)
-        compacted = queue.compact(force=force)
+        compacted = queue.compact(force=force, include_x=include_x)
         if compacted is not None and compacted.result.summarizer_error:
             log.warning("session %s: %s", session.sid, compacted.result.summarizer_error)
         return compacted
@@ -308,3 +317,371 @@ def reembed_session(*, session: Session, model: str | None = None, progress: Any
         Session.objects.filter(pk=session.pk).update(embedding_model=canonical(spec))
         session.embedding_model = canonical(spec)
     return sum(embed_items(session=session, kind=kind, progress=progress) for kind in KINDS)
+
+
+# --- background jobs ----------------------------------------------------------------------------
+
+# A running job whose worker has not shown a sign of life (progress) for this long may be taken over.
+JOB_LEASE = timedelta(minutes=10)
+# A compaction job keeps compacting while Y is still over budget, but not forever.
+MAX_ROUNDS = 8
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _claim_is_stale(job: Job) -> bool:
+    if job.claimed_at is None or timezone.now() - job.claimed_at > JOB_LEASE:
+        return True
+    host, _, pid = job.claimed_by.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True  # its worker on this machine is gone (killed, crashed)
+        except PermissionError:
+            return False
+    return False
+
+
+def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = None) -> Job:
+    return Job.objects.create(
+        id=secrets.token_hex(8), user_id=session.user_id, session=session, kind=kind, params=params or {}
+    )
+
+
+def enqueue_compaction(*, session: Session) -> Job:
+    """A compaction job for the session (the unfinished one if there is one), sent on commit."""
+    from . import tasks
+
+    existing = Job.objects.filter(session=session, kind="compact").unfinished().first()
+    if existing is not None:
+        return existing
+    job = _new_job(session=session, kind="compact")
+    tasks.compact_session_task.delay_on_commit(job_id=job.id)
+    return job
+
+
+def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
+    """A re-embedding job for the session, sent on commit. Refuses a model that names nothing."""
+    from . import tasks
+
+    if model:
+        try:
+            canonical(model)
+            from .engine.embeddings import build
+
+            build(model)
+        except ValueError as exc:
+            raise Invalid(str(exc), field="model") from None
+    job = _new_job(session=session, kind="reembed", params={"model": model} if model else {})
+    tasks.reembed_session_task.delay_on_commit(job_id=job.id)
+    return job
+
+
+class JobBusy(Exception):
+    """Another job of the same session is running; try again shortly."""
+
+
+def claim_job(*, job_id: str, worker: str) -> Job | None:
+    """Take the job for `worker`, or None when it is finished or someone alive holds it.
+
+    The claim is a conditional UPDATE in the database, so it holds across processes and machines;
+    no two jobs of one session run at once (JobBusy when another one is running).
+    """
+    with transaction.atomic():
+        job = Job.objects.filter(pk=job_id).first()
+        if job is None or job.status in (Job.DONE, Job.FAILED):
+            return None
+        if job.status == Job.RUNNING and not _claim_is_stale(job):
+            return None
+        if job.session_id is not None:
+            # On PostgreSQL this row lock serialises claims per session; SQLite serialises writers anyway.
+            list(Session.objects.select_for_update().filter(pk=job.session_id).values_list("pk"))
+            others = Job.objects.filter(session_id=job.session_id, status=Job.RUNNING).exclude(pk=job.pk)
+            if any(not _claim_is_stale(other) for other in others):
+                raise JobBusy(job_id)
+        taken = Job.objects.filter(
+            pk=job.pk, status=job.status, claimed_by=job.claimed_by, claimed_at=job.claimed_at
+        ).update(status=Job.RUNNING, claimed_by=worker, claimed_at=timezone.now(), attempts=F("attempts") + 1)
+        if not taken:
+            return None
+        job.refresh_from_db()
+        return job
+
+
+def _progress(job: Job, done: int, total: int | None = None) -> None:
+    fields: dict[str, Any] = {"progress": done, "claimed_at": timezone.now()}
+    if total is not None:
+        fields["total"] = total
+    Job.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(**fields)
+
+
+def _finish(job: Job, status: str, error: str = "") -> None:
+    Job.objects.filter(pk=job.pk).update(status=status, error=error[:2000], finished_at=timezone.now())
+
+
+def run_compaction_job(*, job_id: str, worker: str) -> None:
+    """Compact the job's session while Y is over budget, off the append path; then write vectors.
+
+    Each round plans on a snapshot of Y outside any transaction (the summariser may be slow) and
+    commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
+    twice: a second run finds nothing over budget and only marks the job done.
+    """
+    job = claim_job(job_id=job_id, worker=worker)
+    if job is None:
+        return
+    session = Session.objects.filter(pk=job.session_id).first()
+    if session is None:
+        _finish(job, Job.DONE)
+        return
+    try:
+        queue = queue_for(session, "history")
+        rounds = 0
+        while rounds < MAX_ROUNDS:
+            plan = queue.plan()
+            if plan is None:
+                break
+            with transaction.atomic():
+                queue.commit(plan)
+            rounds += 1
+            _progress(job, rounds, rounds)
+        try:
+            embed_items(session=session, kind="history")
+        except EmbeddingUnavailable as exc:
+            log.warning("session %s: vectors not written: %s", session.sid, exc)
+        _finish(job, Job.DONE)
+    except Exception as exc:
+        log.exception("compaction job %s failed", job_id)
+        _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def run_reembed_job(*, job_id: str, worker: str) -> None:
+    """Re-embed the job's session with its model, reporting progress item by item."""
+    job = claim_job(job_id=job_id, worker=worker)
+    if job is None:
+        return
+    session = Session.objects.filter(pk=job.session_id).first()
+    if session is None:
+        _finish(job, Job.DONE)
+        return
+    try:
+        _progress(job, 0, Item.objects.filter(session=session).count())
+        reembed_session(session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n))
+        _finish(job, Job.DONE)
+    except Exception as exc:
+        log.exception("reembed job %s failed", job_id)
+        _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def requeue_unfinished_jobs() -> int:
+    """Send every queued or running job again (a worker starting after a crash calls this).
+
+    Duplicates are harmless: the claim lets exactly one run, and only once its holder is gone.
+    """
+    from . import tasks
+
+    senders = {"compact": tasks.compact_session_task, "reembed": tasks.reembed_session_task}
+    count = 0
+    for job in Job.objects.unfinished():
+        sender = senders.get(job.kind)
+        if sender is not None:
+            sender.delay(job_id=job.id)
+            count += 1
+    return count
+
+
+# --- manual memory actions (seed 002) -------------------------------------------------------------
+
+
+def memory_action(*, session: Session, action: str, mode: str | None = None) -> dict[str, Any]:
+    """compact → {"removed"}, summary → {"count"}, reset (mode summary|all) → {"reset"}."""
+    if action == "compact":
+        compacted = compact_session(session=session, force=True, include_x=True)
+        transaction.on_commit(lambda: _embed_quietly(session, "history"))
+        return {"removed": compacted.removed if compacted else 0}
+    if action == "summary":
+        return {"count": rebuild_summary(session=session)}
+    if action == "reset":
+        if mode not in ("summary", "all"):
+            raise Invalid("reset needs mode 'summary' (keep the rolling summary) or 'all'", field="mode")
+        reset_session(session=session, mode=mode)
+        return {"reset": mode}
+    raise Invalid("action must be compact, summary or reset", field="action")
+
+
+def rebuild_summary(*, session: Session) -> int:
+    """Re-summarise the live bullets into a new generation; raw tiers untouched; no hash ref lost."""
+    with transaction.atomic():
+        queue = queue_for(session, "history")
+        plan = queue.plan(force=True, raw=False)
+        if plan is not None:
+            queue.commit(plan)
+        return Bullet.objects.of_kind(session, "history").live().count()
+
+
+def reset_session(*, session: Session, mode: str) -> None:
+    """Clear the conversation: items, chunks, vectors and index rows of both kinds.
+
+    mode "summary" keeps the rolling summary (the live bullets, as text); "all" deletes every
+    bullet generation too and starts the generation count again.
+    """
+    with transaction.atomic():
+        item_ids = list(session.items.values_list("pk", flat=True))
+        fts_delete(item_ids)
+        vec_delete(item_ids)
+        session.items.all().delete()
+        session.chunks.all().delete()
+        if mode == "all":
+            session.bullets.all().delete()
+            TierState.objects.filter(session=session).update(generation=0)
+        Session.objects.filter(pk=session.pk).update(turns=0, updated_at=timezone.now())
+
+
+# --- export / import ------------------------------------------------------------------------------
+
+EXPORT_FORMAT = "ottoweb.session"
+EXPORT_VERSION = 1
+
+
+def export_session(session: Session) -> dict[str, Any]:
+    """The session as one JSON document: live tiers verbatim, live bullets, the chunks they cite
+    and the archived turns those chunks belong to (so recall's neighbours survive). No vectors:
+    they belong to the model that made them."""
+    bullets = list(
+        Bullet.objects.filter(session=session, superseded=False).order_by("kind", "first_position", "id")
+    )
+    cited = {h for b in bullets for h in b.hash_refs}
+    items = list(Item.objects.filter(session=session).select_related("chunk").order_by("kind", "position"))
+    pending = [i for i in items if i.tier != "a"]
+    # Archived context items have no bullet layer: they are exported as they are.
+    archive = [i for i in items if i.tier == "a" and (i.kind == "context" or i.chunk.hash in cited)]
+    chunks = {i.chunk.hash: i.chunk.text for i in archive}
+    generations = dict(TierState.objects.filter(session=session).values_list("kind", "generation"))
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": {
+            "id": session.sid,
+            "title": session.title,
+            "workspace": session.workspace,
+            "x_budget": session.x_budget,
+            "y_budget": session.y_budget,
+            "turns": session.turns,
+            "generation": generations.get("history", 0),
+            "generations": {k: generations.get(k, 0) for k in KINDS},
+            "embedding_model": session.embedding_model,
+            "created_at": session.created_at.isoformat(),
+            "updated_at": session.updated_at.isoformat(),
+        },
+        "pending": [
+            {
+                "kind": i.kind,
+                "tier": i.tier,
+                "position": i.position,
+                "role": i.role,
+                "hash": i.chunk.hash,
+                "text": i.chunk.text,
+                "protected": i.protected,
+                "meta": i.meta,
+            }
+            for i in pending
+        ],
+        "bullets": [
+            {
+                "kind": b.kind,
+                "text": b.text,
+                "hash_refs": list(b.hash_refs),
+                "generation": b.generation,
+                "protected": b.protected,
+                "role": b.role,
+                "first_position": b.first_position,
+            }
+            for b in bullets
+        ],
+        "chunks": [{"hash": h, "text": t} for h, t in sorted(chunks.items())],
+        "archive": [
+            {
+                "kind": i.kind,
+                "position": i.position,
+                "role": i.role,
+                "hash": i.chunk.hash,
+                "protected": i.protected,
+                "meta": i.meta,
+            }
+            for i in archive
+        ],
+    }
+
+
+def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]
+    """Create a session from an export document, validated whole before anything is written.
+
+    Raises Invalid naming the first bad path (e.g. `chunks[3].hash`), Conflict when the id is
+    taken. Vectors are not in a document: a re-embedding job is queued on commit.
+    """
+    try:
+        doc = importing.validate(document, max_item_chars=settings.OTTO_MAX_ITEM_CHARS)
+    except importing.DocumentError as exc:
+        raise Invalid(str(exc), field=exc.path) from None
+    meta = doc["session"]
+    target = sid or meta["id"]
+    check_session_id(target)
+    with transaction.atomic():
+        session = create_session(
+            user=user,
+            sid=target,
+            title=meta["title"],
+            workspace=meta["workspace"],
+            x_budget=meta["x_budget"],
+            y_budget=meta["y_budget"],
+        )
+        texts = {c["hash"]: c["text"] for c in doc["chunks"]} | {p["hash"]: p["text"] for p in doc["pending"]}
+        store = DjangoTierStore(session)
+        chunk_of: dict[str, Any] = {}
+        rows = [(p, p["tier"]) for p in doc["pending"]] + [(a, "a") for a in doc["archive"]]
+        for entry, tier in sorted(rows, key=lambda r: (r[0]["kind"], r[0]["position"])):
+            h = entry["hash"]
+            if h not in chunk_of:
+                chunk_of[h] = store.chunk_for(
+                    Draft(role=entry["role"], text=texts[h], hash=h, tokens=tok.count_tokens(texts[h]))
+                )
+            item = Item.objects.create(
+                session=session,
+                kind=entry["kind"],
+                position=entry["position"],
+                chunk=chunk_of[h],
+                role=entry["role"],
+                tier=tier,
+                protected=entry["protected"],
+                tokens=chunk_of[h].tokens,
+                meta=entry["meta"],
+            )
+            store.index_item(item, texts[h])
+        Bullet.objects.bulk_create(
+            [
+                Bullet(
+                    session=session,
+                    kind=b["kind"],
+                    generation=b["generation"],
+                    text=b["text"],
+                    hash_refs=b["hash_refs"],
+                    tokens=tok.count_tokens(b["text"]),
+                    first_position=b["first_position"],
+                    protected=b["protected"],
+                    role=b["role"],
+                )
+                for b in doc["bullets"]
+            ]
+        )
+        for kind in KINDS:
+            positions = [r[0]["position"] for r in rows if r[0]["kind"] == kind]
+            TierState.objects.filter(session=session, kind=kind).update(
+                generation=meta["generations"].get(kind, meta["generation"] if kind == "history" else 0),
+                next_position=max(positions) + 1 if positions else 0,
+            )
+        Session.objects.filter(pk=session.pk).update(turns=meta["turns"])
+        session.refresh_from_db()
+        enqueue_reembed(session=session)
+    return session

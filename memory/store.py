@@ -108,25 +108,7 @@ class DjangoTierStore:
             tokens=draft.tokens,
             meta=dict(draft.meta),
         )
-        previous = (
-            ItemRow.objects.of_kind(self.session, kind)
-            .filter(position=position - 1)
-            .select_related("chunk")
-            .first()
-            if position
-            else None
-        )
-        fts_index(
-            row.pk,
-            scope=scope_of(self.session.pk, kind),
-            body=draft.text,
-            context=index_context(
-                draft.role,
-                draft.meta,
-                previous.chunk.text if previous else None,
-                previous.meta if previous else None,
-            ),
-        )
+        self.index_item(row, draft.text)
         return Item(
             position=position,
             role=draft.role,
@@ -135,6 +117,28 @@ class DjangoTierStore:
             tokens=draft.tokens,
             protected=draft.protected,
             meta=dict(draft.meta),
+        )
+
+    def index_item(self, row: ItemRow, text: str) -> None:
+        """Add the item to the keyword index, with the turn before it as context."""
+        previous = (
+            ItemRow.objects.of_kind(self.session, row.kind)
+            .filter(position=row.position - 1)
+            .select_related("chunk")
+            .first()
+            if row.position
+            else None
+        )
+        fts_index(
+            row.pk,
+            scope=scope_of(self.session.pk, row.kind),
+            body=text,
+            context=index_context(
+                row.role,
+                row.meta,
+                previous.chunk.text if previous else None,
+                previous.meta if previous else None,
+            ),
         )
 
     def add_to_x(self, kind: str, draft: Draft) -> Item:

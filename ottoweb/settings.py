@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -30,6 +31,12 @@ def envstr(name: str, default: str) -> str:
     return value if value not in (None, "") else default
 
 
+# pytest sets PYTEST_VERSION: a test run then gets its own data folder (never the developer's var/,
+# and two runs never share a database file) and inline compaction unless a test asks for the worker.
+TESTING = "PYTEST_VERSION" in os.environ
+if TESTING:
+    os.environ.setdefault("OTTO_DATA_DIR", tempfile.mkdtemp(prefix="ottoweb-test-"))
+    os.environ.setdefault("OTTO_COMPACTION", "inline")
 DATA_DIR = Path(envstr("OTTO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 # tiktoken's BPE file is placed here from a package (memory/engine/tokens.py), never downloaded.
@@ -148,6 +155,8 @@ SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
 
 # Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# An import document larger than this answers 422 before it is read.
+OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 25 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,
@@ -166,19 +175,21 @@ OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")
 # Recorded in the database on first use; see memory/embedding.py and README "Embeddings".
 OTTO_EMBEDDING_MODEL = envstr("OTTO_EMBEDDING_MODEL", "minilm")
 # "inline" compacts inside the append that overflowed Y; "job" hands it to the Celery worker.
-OTTO_COMPACTION = envstr("OTTO_COMPACTION", "inline")
+OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")
 OTTO_MODEL_WINDOWS_URL = envstr("OTTO_MODEL_WINDOWS_URL", "")  # in-run compaction's window table
 
 # --- celery ---------------------------------------------------------------------------------------
 _BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
-    for sub in ("out", "processed"):
+    for sub in ("out", "processed", "control"):
         (_BROKER_DIR / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_BROKER_DIR / "out"),
         "data_folder_out": str(_BROKER_DIR / "out"),
         "processed_folder": str(_BROKER_DIR / "processed"),
+        # Without this kombu writes its control exchange into the current directory.
+        "control_folder": str(_BROKER_DIR / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = envbool("OTTO_CELERY_EAGER", False)

@@ -36,6 +36,7 @@ class Instance:
         }
         self.port = free_port()
         self.web: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
         self.manage("migrate", "--noinput")
         self.token = self.manage("create_token", "alice").strip()
 
@@ -97,5 +98,55 @@ class Instance:
             raw = err.read()
             return err.code, json.loads(raw) if raw else None
 
+    def start_worker(self, *, concurrency: int = 1) -> subprocess.Popen[bytes]:
+        """A real Celery worker on this instance's broker (filesystem by default, or CELERY_BROKER_URL)."""
+        log = open(self.data_dir / f"worker{len(self.workers)}.log", "ab")
+        worker = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "ottoweb",
+                "worker",
+                "-l",
+                "info",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(concurrency),
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"w{len(self.workers)}-{self.port}@%h",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.workers.append(worker)
+        return worker
+
+    def kill_workers(self) -> None:
+        for worker in self.workers:
+            if worker.poll() is None:
+                worker.send_signal(signal.SIGKILL)
+                worker.wait(timeout=30)
+        self.workers = []
+
+    def wait_for_job(self, job_id: str, timeout: float = 120) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status, job = self.request("GET", f"/api/v1/jobs/{job_id}")
+            if status == 200 and job["status"] in ("done", "failed"):  # type: ignore[index]
+                return job  # type: ignore[return-value]
+            time.sleep(0.2)
+        raise AssertionError(
+            f"job {job_id} did not finish in {timeout} s: {self.request('GET', f'/api/v1/jobs/{job_id}')}"
+        )
+
     def close(self) -> None:
+        self.kill_workers()
         self.kill_web()

@@ -67,3 +67,34 @@ def gemini_embeddings(path: str, body: dict[str, Any]) -> tuple[int, dict[str, A
         dim = int(request.get("outputDimensionality") or 8)
         out.append({"values": fake_vector(text, dim)})
     return 200, {"embeddings": out}
+
+
+class SlowChat:
+    """An OpenAI-compatible /chat/completions that cites every item, after `delay` seconds."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.started = threading.Event()
+        self.calls = 0
+
+    def __call__(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        import re
+        import time
+
+        self.calls += 1
+        self.started.set()
+        time.sleep(self.delay)
+        prompt = body["messages"][-1]["content"]
+        numbers = re.findall(r"^\[(\d+)\]", prompt, flags=re.M)
+        content = "\n".join(f"- summary of item {n} [sources: {n}]" for n in numbers[::2])
+        content += "\n- the rest [sources: " + ", ".join(numbers[1::2] or numbers[:1]) + "]"
+        return 200, {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "stub"),
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }

@@ -31,6 +31,15 @@ class Appended:
 
 
 @dataclass(frozen=True, slots=True)
+class Plan:
+    """A computed compaction: the generation it builds on and the Y items it replaces."""
+
+    base_generation: int
+    positions: list[int]
+    result: CompactionResult
+
+
+@dataclass(frozen=True, slots=True)
 class Compacted:
     result: CompactionResult
     removed: int
@@ -107,23 +116,26 @@ class TieredQueue:
         # Protected bullets cannot shrink; Y counts as full only when what compaction can act on is.
         return totals.y > self.y_budget and totals.y > totals.protected
 
-    def compact(self, *, force: bool = False) -> Compacted | None:
-        """Compact Y now (a snapshot of it): store raw items as chunks, write the next generation.
+    def plan(self, *, force: bool = False, include_x: bool = False, raw: bool = True) -> Plan | None:
+        """Compute the next generation from a snapshot of Y; writes nothing.
 
-        Items appended while the summariser runs are untouched: only the snapshot is replaced.
+        `force` compacts even under budget; `include_x` first moves X into Y (a manual "compact
+        everything now"); `raw=False` re-summarises only the live bullets (the "summary" action).
         Returns None when there is nothing to compact.
         """
         if self.kind == "context":
             return None
         if not force and not self.needs_compaction():
             return None
+        if include_x and self.store.items(self.kind, "x"):
+            self.store.move_x_to_y(self.kind)
         totals = self.store.totals(self.kind)
-        raw = self.store.items(self.kind, "y")
+        snapshot = self.store.items(self.kind, "y") if raw else []
         prior = self.store.live_bullets(self.kind)
-        if not raw and not any(not b.protected for b in prior):
+        if not snapshot and not any(not b.protected for b in prior):
             return None
         result = plan_compaction(
-            raw,
+            snapshot,
             prior,
             self.summarize,
             generation=totals.generation + 1,
@@ -131,13 +143,29 @@ class TieredQueue:
             protect=self.protect,
             reabstract=self.reabstract,
         )
+        return Plan(
+            base_generation=totals.generation, positions=[i.position for i in snapshot], result=result
+        )
+
+    def commit(self, plan: Plan) -> Compacted:
+        """Write a plan: only its snapshot is archived, so items appended meanwhile are kept.
+
+        Nothing is written when another compaction committed first (the generation moved on).
+        """
         committed = self.store.commit_compaction(
             self.kind,
-            base_generation=totals.generation,
-            archived_positions=[item.position for item in raw],
-            bullets=result.bullets,
+            base_generation=plan.base_generation,
+            archived_positions=plan.positions,
+            bullets=plan.result.bullets,
         )
-        return Compacted(result=result, removed=len(raw) if committed else 0, committed=committed)
+        return Compacted(
+            result=plan.result, removed=len(plan.positions) if committed else 0, committed=committed
+        )
+
+    def compact(self, *, force: bool = False, include_x: bool = False) -> Compacted | None:
+        """Plan and commit at once (inline compaction)."""
+        plan = self.plan(force=force, include_x=include_x)
+        return None if plan is None else self.commit(plan)
 
     def current_view(self) -> View:
         """Bullets (oldest, compact), then Y's raw overflow, then X (newest)."""

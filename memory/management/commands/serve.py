@@ -1,0 +1,67 @@
+"""`manage.py serve [ADDR:PORT]`: the web server and a Celery worker, as one command.
+
+Both are child processes; Ctrl-C (or SIGTERM) stops both cleanly, and if either dies the other is
+stopped too, so `make run` never leaves a half-running system behind.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = "Serve the web app and run a Celery worker beside it."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument("--no-worker", action="store_true")
+
+    def handle(self, *args, addrport: str, no_worker: bool, **options):  # type: ignore[no-untyped-def]
+        python = sys.executable
+        children = [subprocess.Popen([python, "manage.py", "runserver", addrport, "--noreload"])]
+        if not no_worker:
+            children.append(
+                subprocess.Popen(
+                    [
+                        python,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "ottoweb",
+                        "worker",
+                        "-l",
+                        "info",
+                        "--pool",
+                        "threads",
+                        "--concurrency",
+                        "2",
+                        "--without-gossip",
+                        "--without-mingle",
+                        "--without-heartbeat",
+                    ]
+                )
+            )
+        stopping = False
+
+        def stop(*_: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, stop)
+        signal.signal(signal.SIGTERM, stop)
+        while not stopping and all(c.poll() is None for c in children):
+            time.sleep(0.3)
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        self.stdout.write("stopped")

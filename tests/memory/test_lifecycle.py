@@ -1,0 +1,305 @@
+"""Memory actions (seed 002's table), export/import, and jobs run in-process by the worker's code."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from django.db import connection
+
+from memory import services
+from memory.models import Bullet, Chunk, Item, ItemVector, Job, Session
+from memory.services import NewItem
+from tests.engine.conftest import synthetic_turns
+
+pytestmark = pytest.mark.django_db
+
+
+def fts_rows(session) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM memory_item_fts WHERE memory_item_fts MATCH %s",
+            [f'scope : "s{session.pk}history"'],
+        )
+        return cursor.fetchone()[0]
+
+
+def stores(session) -> dict[str, int]:
+    return {
+        "items": Item.objects.filter(session=session).count(),
+        "chunks": Chunk.objects.filter(session=session).count(),
+        "vectors": ItemVector.objects.filter(session=session).count(),
+        "fts": fts_rows(session),
+        "live_bullets": Bullet.objects.filter(session=session, superseded=False).count(),
+        "all_bullets": Bullet.objects.filter(session=session).count(),
+    }
+
+
+@pytest.fixture
+def filled(alice):
+    session = services.create_session(user=alice, sid="life", x_budget=150, y_budget=450)
+    for role, text in synthetic_turns(120, seed=4):
+        services.append_items(session=session, items=[NewItem(role=role, text=text)])
+    services.embed_items(session=session, kind="history")
+    session.refresh_from_db()
+    return session
+
+
+def test_compact_archives_raw_items_and_keeps_every_store(alice_api, filled):
+    before = stores(filled)
+    pending = Item.objects.filter(session=filled).pending().count()
+
+    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    after = stores(filled)
+
+    assert answer == {"removed": pending}
+    assert Item.objects.filter(session=filled).pending().count() == 0
+    # Seed 002: the store of record is untouched by compaction; only the summary moves on.
+    assert {k: after[k] for k in ("items", "chunks", "vectors", "fts")} == {
+        k: before[k] for k in ("items", "chunks", "vectors", "fts")
+    }
+    assert after["all_bullets"] > before["all_bullets"]
+    cited = {h for b in Bullet.objects.filter(session=filled, superseded=False) for h in b.hash_refs}
+    assert set(Chunk.objects.filter(session=filled).values_list("hash", flat=True)) <= cited
+
+
+def test_summary_rebuilds_the_rolling_summary_without_losing_a_hash_ref(alice_api, filled):
+    refs_before = {h for b in Bullet.objects.filter(session=filled, superseded=False) for h in b.hash_refs}
+    generation = filled.tier_states.get(kind="history").generation
+    pending = Item.objects.filter(session=filled).pending().count()
+
+    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "summary"}).json()
+
+    live = Bullet.objects.filter(session=filled, superseded=False)
+    assert answer == {"count": live.count()}
+    assert {h for b in live for h in b.hash_refs} == refs_before
+    assert filled.tier_states.get(kind="history").generation == generation + 1
+    assert Item.objects.filter(session=filled).pending().count() == pending
+
+
+@pytest.mark.parametrize("mode", ["summary", "all"])
+def test_reset_clears_what_the_seed_table_says(alice_api, filled, mode):
+    services.append_items(
+        session=filled, items=[NewItem(role="tool", text="evicted tool output", kind="context")]
+    )
+    live_before = Bullet.objects.filter(session=filled, superseded=False).count()
+
+    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "reset", "mode": mode}).json()
+    after = stores(filled)
+    context = alice_api.get("/api/v1/sessions/life/context").json()
+
+    assert answer == {"reset": mode}
+    assert {k: after[k] for k in ("items", "chunks", "vectors", "fts")} == {
+        "items": 0,
+        "chunks": 0,
+        "vectors": 0,
+        "fts": 0,
+    }
+    if mode == "summary":
+        assert after["live_bullets"] == live_before > 0
+        assert len(context["bullets"]) == live_before
+    else:
+        assert (
+            after["all_bullets"],
+            context["bullets"],
+            filled.tier_states.get(kind="history").generation,
+        ) == (0, [], 0)
+    assert context["x"] == context["y_raw"] == []
+    assert alice_api.get("/api/v1/sessions/life").json()["turns"] == 0
+    # The session goes on: a new turn gets the next position, never a reused one.
+    assert (
+        alice_api.post("/api/v1/sessions/life/items", {"role": "user", "text": "again"}).json()["position"]
+        == 120
+    )
+
+
+def test_remove_session_clears_every_store(alice_api, filled):
+    pk = filled.pk
+    assert alice_api.delete("/api/v1/sessions/life").status_code == 204
+    assert not Session.objects.filter(pk=pk).exists()
+    assert (
+        Item.objects.filter(session_id=pk).count(),
+        Chunk.objects.filter(session_id=pk).count(),
+        ItemVector.objects.filter(session_id=pk).count(),
+        Bullet.objects.filter(session_id=pk).count(),
+    ) == (0, 0, 0, 0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM memory_item_fts WHERE memory_item_fts MATCH %s", [f'scope : "s{pk}history"']
+        )
+        assert cursor.fetchone()[0] == 0
+
+
+def test_memory_action_refuses_reset_without_a_mode(alice_api, filled):
+    response = alice_api.post("/api/v1/sessions/life/memory", {"action": "reset"})
+
+    assert (response.status_code, response.json()["field"]) == (422, "mode")
+    assert Item.objects.filter(session=filled).count() == 120
+
+
+def strip_volatile(document: dict) -> dict:
+    doc = copy.deepcopy(document)
+    for key in ("id", "created_at", "updated_at"):
+        doc["session"].pop(key)
+    return doc
+
+
+def test_export_import_export_is_identical_and_recall_works_after_reembed(
+    alice_api, filled, django_capture_on_commit_callbacks
+):
+    services.append_items(
+        session=filled, items=[NewItem(role="tool", text="df: /var is 97% full", kind="context")]
+    )
+    exported = alice_api.get("/api/v1/sessions/life/export").json()
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        created = alice_api.post("/api/v1/sessions/import?id=copy", raw=json.dumps(exported))
+    job = Job.objects.get(session__sid="copy", kind="reembed")
+    again = alice_api.get("/api/v1/sessions/copy/export").json()
+    services.run_reembed_job(job_id=job.id, worker="test:1")
+    answer = alice_api.post("/api/v1/sessions/copy/recall", {"query": "sourdough recipe"}).json()
+
+    assert created.status_code == 201 and created.json()["id"] == "copy"
+    assert len(callbacks) == 1  # the automatic re-embed, sent once the import committed
+    assert "embeddings" not in json.dumps(exported) and "vector" not in json.dumps(exported)
+    assert strip_volatile(again) == strip_volatile(exported)
+    assert alice_api.get(f"/api/v1/jobs/{job.id}").json()["status"] == "done"
+    assert answer["degraded"] is None and answer["results"]["history"]
+
+
+def test_an_imported_session_ranks_by_keywords_until_reembedded(alice_api, filled):
+    exported = alice_api.get("/api/v1/sessions/life/export").json()
+    alice_api.post("/api/v1/sessions/import?id=copy2", raw=json.dumps(exported))
+
+    assert ItemVector.objects.filter(session__sid="copy2").count() == 0
+    answer = alice_api.post("/api/v1/sessions/copy2/recall", {"query": "sourdough recipe"}).json()
+    # Recall embeds what lacks vectors on the way (the same model), so it is never left unranked.
+    assert answer["degraded"] is None
+
+
+def bad_documents(exported: dict):
+    doc = copy.deepcopy(exported)
+    doc["chunks"][0]["hash"] = "0" * 64
+    yield "hash mismatch", doc, "chunks[0].hash", "does not match the sha256 of text"
+    doc = copy.deepcopy(exported)
+    doc["pending"][1]["position"] = "three"
+    yield "wrong type", doc, "pending[1].position", "must be an integer"
+    doc = copy.deepcopy(exported)
+    doc["bullets"][0]["hash_refs"].append("f" * 64)
+    yield (
+        "dangling ref",
+        doc,
+        f"bullets[0].hash_refs[{len(exported['bullets'][0]['hash_refs'])}]",
+        "names no chunk",
+    )
+    doc = copy.deepcopy(exported)
+    del doc["session"]["x_budget"]
+    yield "missing field", doc, "session.x_budget", "is missing"
+    doc = copy.deepcopy(exported)
+    doc["format"] = "something.else"
+    yield "wrong format", doc, "format", "must be"
+
+
+def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(alice_api, filled):
+    exported = alice_api.get("/api/v1/sessions/life/export").json()
+    counts = (
+        Session.objects.count(),
+        Item.objects.count(),
+        Chunk.objects.count(),
+        Bullet.objects.count(),
+        Job.objects.count(),
+    )
+
+    for name, doc, path, problem in bad_documents(exported):
+        response = alice_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(doc))
+        assert response.status_code == 422, name
+        assert response.json()["field"] == path, name
+        assert response.json()["detail"].startswith(f"{path}: ") and problem in response.json()["detail"], (
+            name
+        )
+    truncated = alice_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(exported)[:5000])
+    assert (truncated.status_code, truncated.json()["field"]) == (422, "$")
+    assert (
+        Session.objects.count(),
+        Item.objects.count(),
+        Chunk.objects.count(),
+        Bullet.objects.count(),
+        Job.objects.count(),
+    ) == counts
+
+
+def test_an_oversized_document_is_refused_before_it_is_read(alice_api, filled):
+    huge = '{"format": "ottoweb.session", "padding": "' + "x" * (50 * 1024 * 1024) + '"}'
+
+    response = alice_api.post("/api/v1/sessions/import?id=big", raw=huge)
+
+    assert response.status_code == 422
+    assert response.json()["field"] == "$"
+    assert response.json()["detail"].startswith("the document is 52,428,8")
+    assert not Session.objects.filter(sid="big").exists()
+
+
+def test_import_refuses_a_taken_id(alice_api, filled):
+    exported = alice_api.get("/api/v1/sessions/life/export").json()
+
+    response = alice_api.post("/api/v1/sessions/import", raw=json.dumps(exported))
+
+    assert (response.status_code, response.json()["code"]) == (409, "conflict")
+
+
+def test_jobs_of_another_user_are_not_found(alice_api, bob_api, filled):
+    job = alice_api.post("/api/v1/sessions/life/reembed", {}).json()["job_id"]
+
+    assert alice_api.get(f"/api/v1/jobs/{job}").json()["status"] == "queued"
+    assert bob_api.get(f"/api/v1/jobs/{job}").status_code == 404
+
+
+def test_reembed_refuses_an_unknown_model(alice_api, filled):
+    response = alice_api.post("/api/v1/sessions/life/reembed", {"model": "word2vec"})
+
+    assert (response.status_code, response.json()["field"]) == (422, "model")
+    assert Job.objects.count() == 0
+
+
+def test_a_job_runs_once_and_a_second_delivery_does_nothing(filled):
+    job = services.enqueue_reembed(session=filled)
+
+    services.run_reembed_job(job_id=job.id, worker="test:1")
+    first = ItemVector.objects.filter(session=filled).count()
+    services.run_reembed_job(job_id=job.id, worker="test:2")
+
+    job.refresh_from_db()
+    assert (job.status, job.attempts, job.progress, job.total) == ("done", 1, 120, 120)
+    assert ItemVector.objects.filter(session=filled).count() == first == 120
+
+
+def test_two_jobs_of_one_session_never_run_at_once(filled):
+    import os
+    import socket
+
+    running = services.enqueue_reembed(session=filled)
+    Job.objects.filter(pk=running.pk).update(
+        status="running",
+        claimed_by=f"{socket.gethostname()}:{os.getpid()}",
+        claimed_at=__import__("django.utils.timezone", fromlist=["now"]).now(),
+    )
+    second = services.enqueue_compaction(session=filled)
+
+    with pytest.raises(services.JobBusy):
+        services.claim_job(job_id=second.id, worker="test:2")
+    assert Job.objects.get(pk=second.pk).status == "queued"
+
+
+def test_a_running_job_of_a_dead_worker_is_taken_over(filled):
+    job = services.enqueue_reembed(session=filled)
+    # A pid that cannot be alive on this machine: its worker was killed.
+    Job.objects.filter(pk=job.pk).update(
+        status="running",
+        claimed_by=f"{__import__('socket').gethostname()}:999999",
+        claimed_at=__import__("django.utils.timezone", fromlist=["now"]).now(),
+    )
+
+    taken = services.claim_job(job_id=job.id, worker="test:3")
+
+    assert taken is not None and taken.claimed_by == "test:3" and taken.attempts == 1
