@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-nodeps.txt
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: setup migrate run test lint
+.PHONY: setup migrate run test lint test-postgres
 
 $(STAMP): requirements.txt requirements-nodeps.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,3 +34,7 @@ lint: setup
 test: setup lint
 	$(BIN)/python manage.py check --fail-level ERROR
 	$(BIN)/python -m pytest
+
+# The whole suite again on the scale-out path: PostgreSQL on 127.0.0.1:5432, Celery on Redis, two workers.
+test-postgres: setup
+	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest

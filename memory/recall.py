@@ -20,7 +20,7 @@ from . import services
 from .engine import retrieval
 from .engine.embeddings import EmbeddingUnavailable
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session, TierState
-from .store import fts_search, scope_of, vec_search
+from .store import fts_search, vec_search
 
 log = logging.getLogger(__name__)
 
@@ -98,10 +98,9 @@ def _mixed_stamps(session: Session, kind: str) -> str | None:
 
 
 def _keyword(session: Session, kind: str, query: str, limit: int) -> list[tuple[str, int, float]]:
-    scope = scope_of(session.pk, kind)
-    hits = fts_search(scope, retrieval.fts_all(query), limit=limit, context_weight=0)
+    hits = fts_search(session.pk, kind, query, every=True, limit=limit, context_weight=0)
     if not hits:
-        hits = fts_search(scope, retrieval.fts_any(query), limit=limit, context_weight=0)
+        hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0)
     ranked = _ranked(session, kind, hits)
     if ranked or not query.strip():
         return ranked
@@ -171,8 +170,7 @@ def _semantic(
     session: Session, kind: str, query: str, limit: int
 ) -> tuple[list[tuple[str, int, float]], str | None]:
     """Fuse the dense ranking with BM25 rankings (as asked, and widened by feedback terms)."""
-    scope = scope_of(session.pk, kind)
-    lexical = fts_search(scope, retrieval.fts_any(query), limit=limit, context_weight=CONTEXT_WEIGHT)
+    lexical = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
     why = None
     dense: list[tuple[int, float]] = []
     try:
@@ -190,7 +188,7 @@ def _semantic(
     extra = _feedback_terms([pk for pk, _ in lexical[:FEEDBACK_DOCS]], query) if lexical else ""
     if extra:
         widened = fts_search(
-            scope, retrieval.fts_any(f"{query} {extra}"), limit=limit, context_weight=CONTEXT_WEIGHT
+            session.pk, kind, f"{query} {extra}", every=False, limit=limit, context_weight=CONTEXT_WEIGHT
         )
         rankings.append([pk for pk, _ in widened])
         weights.append(1.0)

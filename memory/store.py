@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
 
+from .engine import retrieval
 from .engine.embeddings import Vectors, from_blob
 from .engine.retrieval import index_context
 from .engine.types import Bullet, Draft, Item, Tier, TierTotals
@@ -131,7 +132,8 @@ class DjangoTierStore:
         )
         fts_index(
             row.pk,
-            scope=scope_of(self.session.pk, row.kind),
+            session_pk=self.session.pk,
+            kind=row.kind,
             body=text,
             context=index_context(
                 row.role,
@@ -198,7 +200,7 @@ class DjangoTierStore:
         return True
 
 
-# --- keyword search: FTS5 (SQLite) ------------------------------------------------------------------
+# --- keyword search: FTS5 on SQLite, tsvector on PostgreSQL -----------------------------------------
 
 
 def scope_of(session_pk: int, kind: str) -> str:
@@ -210,17 +212,27 @@ def _sqlite() -> bool:
     return connection.vendor == "sqlite"
 
 
-def fts_index(item_id: int, *, scope: str, body: str, context: str) -> None:
-    if not _sqlite():
-        return
+def _postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def fts_index(item_id: int, *, session_pk: int, kind: str, body: str, context: str) -> None:
     with connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO memory_item_fts(rowid, scope, body, context) VALUES (%s, %s, %s, %s)",
-            [item_id, scope, body, context],
-        )
+        if _sqlite():
+            cursor.execute(
+                "INSERT INTO memory_item_fts(rowid, scope, body, context) VALUES (%s, %s, %s, %s)",
+                [item_id, scope_of(session_pk, kind), body, context],
+            )
+        elif _postgres():
+            cursor.execute(
+                "INSERT INTO memory_item_fts_pg(item_id, session_id, kind, body, ctx) "
+                "VALUES (%s, %s, %s, to_tsvector('simple', %s), to_tsvector('simple', %s))",
+                [item_id, session_pk, kind, body, context],
+            )
 
 
 def fts_delete(item_ids: Iterable[int]) -> None:
+    """Drop items from the keyword index (PostgreSQL's rows go with their items by cascade)."""
     ids = list(item_ids)
     if not ids or not _sqlite():
         return
@@ -232,23 +244,56 @@ def fts_delete(item_ids: Iterable[int]) -> None:
             )
 
 
-def fts_search(scope: str, match: str, *, limit: int, context_weight: float) -> list[tuple[int, float]]:
-    """Item ids matching the FTS5 expression `match` inside `scope`, best first (score > 0).
+def fts_count(session_pk: int, kind: str) -> int:
+    """How many items of the session and kind the keyword index holds."""
+    with connection.cursor() as cursor:
+        if _sqlite():
+            cursor.execute(
+                "SELECT count(*) FROM memory_item_fts WHERE memory_item_fts MATCH %s",
+                [f'scope : "{scope_of(session_pk, kind)}"'],
+            )
+        else:
+            cursor.execute(
+                "SELECT count(*) FROM memory_item_fts_pg WHERE session_id = %s AND kind = %s",
+                [session_pk, kind],
+            )
+        return int(cursor.fetchone()[0])
 
-    `context_weight` 0 searches the turn's own words only (keyword match); above 0 the speaker,
-    date and previous turn help too (ranking for meaning).
+
+def fts_search(
+    session_pk: int, kind: str, query: str, *, every: bool, limit: int, context_weight: float
+) -> list[tuple[int, float]]:
+    """Item ids matching `query` inside one session and kind, best first (higher score better).
+
+    `every`: each whitespace-separated piece must occur as an exact phrase; otherwise any word
+    will do. `context_weight` 0 searches the turn's own words only (keyword match); above 0 the
+    speaker, date and previous turn help too (ranking for meaning).
     """
-    if not _sqlite() or not match:
+    if _sqlite():
+        match = retrieval.fts_all(query) if every else retrieval.fts_any(query)
+        if not match:
+            return []
+        column = "body" if context_weight == 0 else "{body context}"
+        expression = f'scope : "{scope_of(session_pk, kind)}" AND {column} : ({match})'
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT rowid, bm25(memory_item_fts, 0.0, 1.0, %s) AS score FROM memory_item_fts "
+                "WHERE memory_item_fts MATCH %s ORDER BY score LIMIT %s",
+                [context_weight, expression, limit],
+            )
+            return [(int(row[0]), -float(row[1])) for row in cursor.fetchall()]
+    tsquery = retrieval.tsquery_all(query) if every else retrieval.tsquery_any(query)
+    if not tsquery:
         return []
-    column = "body" if context_weight == 0 else "{body context}"
-    expression = f'scope : "{scope}" AND {column} : ({match})'
+    where = "body @@ q" if context_weight == 0 else "(body @@ q OR ctx @@ q)"
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT rowid, bm25(memory_item_fts, 0.0, 1.0, %s) AS score FROM memory_item_fts "
-            "WHERE memory_item_fts MATCH %s ORDER BY score LIMIT %s",
-            [context_weight, expression, limit],
+            "SELECT item_id, ts_rank(body, q) + %s * ts_rank(ctx, q) AS score "
+            "FROM memory_item_fts_pg, to_tsquery('simple', %s) AS q "
+            f"WHERE session_id = %s AND kind = %s AND {where} ORDER BY score DESC, item_id LIMIT %s",
+            [context_weight, tsquery, session_pk, kind, limit],
         )
-        return [(int(row[0]), -float(row[1])) for row in cursor.fetchall()]
+        return [(int(row[0]), float(row[1])) for row in cursor.fetchall()]
 
 
 # --- vector search: sqlite-vec (SQLite) or exact search over the session (elsewhere) ---------------

@@ -192,6 +192,8 @@ if CELERY_BROKER_URL == "filesystem://":
         "control_folder": str(_BROKER_DIR / "control"),
         "store_processed": False,
     }
+# One queue per deployment: two instances sharing a Redis never take each other's jobs.
+CELERY_TASK_DEFAULT_QUEUE = envstr("OTTO_CELERY_QUEUE", "ottoweb")
 CELERY_TASK_ALWAYS_EAGER = envbool("OTTO_CELERY_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

@@ -35,6 +35,13 @@ class Instance:
             **env,
         }
         self.port = free_port()
+        self.env.setdefault("OTTO_CELERY_QUEUE", f"otto-{self.port}")
+        self.database: str | None = None
+        if self.env.get("DB") == "postgres":
+            # Each instance gets its own database, as a second deployment would.
+            self.database = f"otto_live_{self.port}"
+            _postgres(f'CREATE DATABASE "{self.database}"')
+            self.env["OTTO_PG_NAME"] = self.database
         self.web: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
         self.manage("migrate", "--noinput")
@@ -150,3 +157,13 @@ class Instance:
     def close(self) -> None:
         self.kill_workers()
         self.kill_web()
+        if self.database:
+            _postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+            self.database = None
+
+
+def _postgres(statement: str) -> None:
+    import psycopg
+
+    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
+        conn.execute(statement)

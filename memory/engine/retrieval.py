@@ -101,6 +101,27 @@ def fts_all(query: str) -> str:
     return " AND ".join(dict.fromkeys(phrases))
 
 
+def tsquery_any(query: str) -> str:
+    """A PostgreSQL tsquery ('simple' config) matching any of the query's terms."""
+    return " | ".join(_lexemes(query))
+
+
+def tsquery_all(query: str) -> str:
+    """A PostgreSQL tsquery requiring every whitespace-separated piece as a phrase."""
+    phrases = []
+    for piece in query.split():
+        words = _lexemes(piece, drop_stopwords=False)
+        if words:
+            phrases.append("(" + " <-> ".join(words) + ")" if len(words) > 1 else words[0])
+    return " & ".join(dict.fromkeys(phrases))
+
+
+def _lexemes(text: str, *, drop_stopwords: bool = True) -> list[str]:
+    # PostgreSQL's parser splits on underscores too; quoting each word keeps tsquery syntax out.
+    words = [w for t in query_terms(text, drop_stopwords=drop_stopwords) for w in t.split("_") if w]
+    return ["'" + w.replace("'", "''") + "'" for w in dict.fromkeys(words)]
+
+
 def rrf(
     rankings: Sequence[Sequence[K]], *, weights: Sequence[float] | None = None, k: int = RRF_K
 ) -> list[tuple[K, float]]:

@@ -6,23 +6,18 @@ import copy
 import json
 
 import pytest
-from django.db import connection
 
 from memory import services
 from memory.models import Bullet, Chunk, Item, ItemVector, Job, Session
 from memory.services import NewItem
+from memory.store import fts_count
 from tests.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
 
 
 def fts_rows(session) -> int:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM memory_item_fts WHERE memory_item_fts MATCH %s",
-            [f'scope : "s{session.pk}history"'],
-        )
-        return cursor.fetchone()[0]
+    return fts_count(session.pk, "history")
 
 
 def stores(session) -> dict[str, int]:
@@ -124,11 +119,7 @@ def test_remove_session_clears_every_store(alice_api, filled):
         ItemVector.objects.filter(session_id=pk).count(),
         Bullet.objects.filter(session_id=pk).count(),
     ) == (0, 0, 0, 0)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM memory_item_fts WHERE memory_item_fts MATCH %s", [f'scope : "s{pk}history"']
-        )
-        assert cursor.fetchone()[0] == 0
+    assert fts_count(pk, "history") == 0
 
 
 def test_memory_action_refuses_reset_without_a_mode(alice_api, filled):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -54,7 +55,9 @@ def instance(tmp_path, request):
 
 def run_compaction_and_reembed(instance: Instance) -> None:
     instance.start_web()
-    instance.start_worker()
+    # The scale-out suite runs two workers (OTTO_TEST_WORKERS=2); the claim keeps them apart.
+    for _ in range(int(os.environ.get("OTTO_TEST_WORKERS", "1"))):
+        instance.start_worker()
     instance.request("POST", "/api/v1/sessions", {"id": "w", "x_budget": 60, "y_budget": 200})
     job_id, sent = append_until_compaction(instance)
 
