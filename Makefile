@@ -5,8 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-nodeps.txt | sha1sum | cut -c1-12)
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# `make run` prints a one-time dashboard login link for this user (created if needed).
+LOGIN_USER ?= admin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup migrate run test lint test-postgres
+.PHONY: setup migrate run test lint browser-deps test-postgres
 
 $(STAMP): requirements.txt requirements-nodeps.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,6 +27,8 @@ migrate: setup
 run: migrate
 	$(BIN)/python manage.py check --fail-level ERROR
 	@echo "ottoweb on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/v1/docs)"
+	@$(BIN)/python manage.py login_link $(LOGIN_USER) --base-url http://$(HOST):$(PORT)
+	@echo "  (another one: $(BIN)/python manage.py login_link USERNAME; set a password on the Account page)"
 	$(BIN)/python manage.py serve $(HOST):$(PORT)
 
 lint: setup
@@ -31,7 +36,11 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy memory/engine
 
-test: setup lint
+# The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
+browser-deps:
+	@test -x /usr/bin/chromium || { $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: setup lint browser-deps
 	$(BIN)/python manage.py check --fail-level ERROR
 	$(BIN)/python -m pytest
 

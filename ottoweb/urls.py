@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("lessons/", include("lessons.urls")),
     path("", include("memory.urls")),
 ]
 

@@ -1,0 +1,116 @@
+"""Dashboard views for error memory: list and search live lessons, edit a fix, delete.
+
+Reads and writes go through `lessons/services.py`; an expired record is gone (410), another
+user's is no record (404).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from memory.services import Invalid, NotFound
+
+from . import services
+from .forms import LessonFixForm, LessonSearchForm
+from .models import ErrorRecord
+
+LESSONS_PER_PAGE = 25
+EXPIRED_SHOWN = 20
+
+
+def _live_record(request: HttpRequest, record_id: int) -> ErrorRecord | HttpResponse:
+    """The user's live record, or the page that says it is gone (410) or never was (404)."""
+    try:
+        return services.get_live_error(user=request.user, record_id=record_id)
+    except NotFound:
+        expired = ErrorRecord.objects.for_user(request.user).expired().filter(pk=record_id).first()
+        if expired is None:
+            raise Http404("no such lesson") from None
+        template = "lessons/list.html#gone-row" if request.htmx else "lessons/gone.html"  # type: ignore[attr-defined]
+        return render(request, template, {"record": expired}, status=410)
+
+
+@require_GET
+@login_required
+def lesson_list(request: HttpRequest) -> HttpResponse:
+    form = LessonSearchForm(request.GET)
+    data = form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
+    ranked = services.search_errors(
+        user=request.user, tool=data["tool"], query=data["q"], match=data["match"]
+    )
+    page = Paginator(ranked.records, LESSONS_PER_PAGE).get_page(request.GET.get("page"))
+    searching = bool(data["q"] or data["tool"])
+    expired = []
+    if not searching:
+        expired = list(
+            ErrorRecord.objects.for_user(request.user).expired().order_by("-expires_at")[:EXPIRED_SHOWN]
+        )
+    context = {
+        "page": page,
+        "form": form,
+        "searching": searching,
+        "ranked": ranked,
+        "expired": expired,
+        "query": data,
+    }
+    if request.htmx and request.htmx.target == "lesson-list":  # type: ignore[attr-defined]
+        return render(request, "lessons/list.html#lesson-list", context)
+    return render(request, "lessons/list.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def lesson_edit(request: HttpRequest, record_id: int) -> HttpResponse:
+    """GET: the fix as an editable form. POST: rewrite the fix (the TTL is kept: editing is not a hit)."""
+    record = _live_record(request, record_id)
+    if isinstance(record, HttpResponse):
+        return record
+    form = LessonFixForm(
+        request.POST if request.method == "POST" else None, initial={"action": record.action}
+    )
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                record = services.update_error_action(record=record, action=form.cleaned_data["action"])
+            except Invalid as exc:
+                form.add_error("action", exc.detail)
+            else:
+                if request.htmx:  # type: ignore[attr-defined]
+                    return render(request, "lessons/list.html#lesson-row", {"record": record, "saved": True})
+                messages.success(request, f"Saved the fix for “{record.tool}”.")
+                return redirect("lessons")
+        status = 422
+    context = {"record": record, "form": form}
+    template = "lessons/list.html#edit-row" if request.htmx else "lessons/edit.html"  # type: ignore[attr-defined]
+    return render(request, template, context, status=status)
+
+
+@require_GET
+@login_required
+def lesson_row(request: HttpRequest, record_id: int) -> HttpResponse:
+    """One row as it reads (the Cancel of an inline edit)."""
+    record = _live_record(request, record_id)
+    if isinstance(record, HttpResponse):
+        return record
+    if not request.htmx:  # type: ignore[attr-defined]
+        return redirect("lessons")
+    return render(request, "lessons/list.html#lesson-row", {"record": record})
+
+
+@require_POST
+@login_required
+def lesson_delete(request: HttpRequest, record_id: int) -> HttpResponse:
+    record = _live_record(request, record_id)
+    if isinstance(record, HttpResponse):
+        return record
+    services.delete_error(record=record)
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, "lessons/list.html#deleted-row", {"record": record})
+    messages.success(request, f"Deleted the lesson for “{record.tool}”.")
+    return redirect("lessons")

@@ -1,0 +1,194 @@
+"""Reads the dashboard needs and the API does not: fills, the generation timeline, cited turns.
+
+Nothing here writes; every write the dashboard makes goes through `memory/services.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Min, Q, Sum
+from django.db.models.functions import Coalesce
+
+from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, Session
+
+
+def fill(tokens: int, budget: int) -> int:
+    """Percent of `budget` used, 0-100 (a tier over budget shows full; the numbers say by how much)."""
+    if budget <= 0:
+        return 0
+    return max(0, min(100, round(100 * tokens / budget)))
+
+
+@dataclass(frozen=True, slots=True)
+class Tiers:
+    """The history tiers of a session against their budgets, for the tiers picture."""
+
+    x_tokens: int
+    x_budget: int
+    y_raw_tokens: int
+    bullet_tokens: int
+    y_budget: int
+    generation: int
+    x_turns: int
+    y_turns: int
+    archived_turns: int
+    bullets: int
+    context_items: int
+
+    @property
+    def x_pct(self) -> int:
+        return fill(self.x_tokens, self.x_budget)
+
+    @property
+    def bullets_pct(self) -> int:
+        return fill(self.bullet_tokens, self.y_budget)
+
+    @property
+    def y_raw_pct(self) -> int:
+        # Stacked after the bullets: the two together never draw wider than the track.
+        return min(100 - self.bullets_pct, fill(self.y_raw_tokens, self.y_budget))
+
+    @property
+    def y_tokens(self) -> int:
+        return self.bullet_tokens + self.y_raw_tokens
+
+    @property
+    def y_pct(self) -> int:
+        return fill(self.y_tokens, self.y_budget)
+
+    @property
+    def x_over(self) -> bool:
+        return self.x_tokens > self.x_budget
+
+    @property
+    def y_over(self) -> bool:
+        return self.y_tokens > self.y_budget
+
+
+def tiers(session: Session) -> Tiers:
+    """Counts and token totals of every tier; `session` comes from `with_totals()`."""
+    items = Item.objects.filter(session=session).aggregate(
+        x=Count("pk", filter=Q(kind="history", tier=TIER_X)),
+        y=Count("pk", filter=Q(kind="history", tier=TIER_Y)),
+        archived=Count("pk", filter=Q(kind="history", tier=TIER_ARCHIVED)),
+        context=Count("pk", filter=Q(kind="context")),
+    )
+    bullets = Bullet.objects.of_kind(session, "history").live().count()
+    return Tiers(
+        x_tokens=session.x_tokens,  # type: ignore[attr-defined]
+        x_budget=session.x_budget,
+        y_raw_tokens=session.y_raw_tokens,  # type: ignore[attr-defined]
+        bullet_tokens=session.bullet_tokens,  # type: ignore[attr-defined]
+        y_budget=session.y_budget,
+        generation=session.generation,  # type: ignore[attr-defined]
+        x_turns=items["x"],
+        y_turns=items["y"],
+        archived_turns=items["archived"],
+        bullets=bullets,
+        context_items=items["context"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationPoint:
+    generation: int
+    at: datetime
+    bullets: int
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """When each compaction generation of a session's history was written, as an SVG step line."""
+
+    points: list[GenerationPoint]
+    path: str
+    dots: list[tuple[float, float, GenerationPoint]]
+    width: int = 320
+    height: int = 64
+
+    @property
+    def first_at(self) -> datetime | None:
+        return self.points[0].at if self.points else None
+
+    @property
+    def last_at(self) -> datetime | None:
+        return self.points[-1].at if self.points else None
+
+
+def generation_timeline(session: Session) -> Timeline:
+    """Every generation (superseded ones are kept) with the time its first bullet was written."""
+    rows = (
+        Bullet.objects.of_kind(session, "history")
+        .values("generation")
+        .annotate(at=Min("created_at"), n=Count("pk"))
+        .order_by("generation")
+    )
+    points = [GenerationPoint(r["generation"], r["at"], r["n"]) for r in rows]
+    width, height, pad, tail = 320, 64, 6, 36
+    if not points:
+        return Timeline(points, "", [], width, height)
+    start, end = points[0].at.timestamp(), points[-1].at.timestamp()
+    # Generations written within a minute (an import, a burst of appends) are spaced evenly instead.
+    by_time = end - start >= 60
+    top = max(p.generation for p in points)
+    last = max(len(points) - 1, 1)
+
+    def xy(n: int, p: GenerationPoint) -> tuple[float, float]:
+        share = (p.at.timestamp() - start) / (end - start) if by_time else n / last
+        # The last level runs on to the right edge (it is the current one), so leave room for it.
+        x = pad + (width - 2 * pad - tail) * (share if len(points) > 1 else 0.5)
+        y = height - pad - (height - 2 * pad) * (p.generation / top if top else 0)
+        return round(x, 1), round(y, 1)
+
+    coords = [xy(n, p) for n, p in enumerate(points)]
+    # A step line: the generation holds until the next compaction raises it.
+    path = f"M{pad},{height - pad} H{coords[0][0]} V{coords[0][1]}"
+    for x, y in coords[1:]:
+        path += f" H{x} V{y}"
+    path += f" H{width - pad}"
+    return Timeline(
+        points, path, [(x, y, p) for (x, y), p in zip(coords, points, strict=True)], width, height
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Cited:
+    """A hash a bullet cites and the turns stored under it (none when the text is gone)."""
+
+    hash: str
+    turns: list[Item]
+
+
+def cited_turns(session: Session, bullet: Bullet) -> list[Cited]:
+    """The raw turns behind a bullet's hash refs, in the order the bullet cites them."""
+    refs = list(dict.fromkeys(bullet.hash_refs))
+    rows = (
+        Item.objects.filter(session=session, kind=bullet.kind, chunk__hash__in=refs)
+        .select_related("chunk")
+        .order_by("position")
+    )
+    by_hash: dict[str, list[Item]] = {}
+    for row in rows:
+        by_hash.setdefault(row.chunk.hash, []).append(row)
+    return [Cited(h, by_hash.get(h, [])) for h in refs]
+
+
+def live_turns(session: Session, tier: str, kind: str = "history") -> list[Item]:
+    return list(
+        Item.objects.of_kind(session, kind).in_tier(tier).select_related("chunk").order_by("position")
+    )
+
+
+def pending_tokens(session: Session) -> dict[str, int]:
+    """Tokens and turns still raw in Y (what a compaction would archive) and how many are protected."""
+    return (
+        Item.objects.of_kind(session, "history")
+        .in_tier(TIER_Y)
+        .aggregate(
+            turns=Count("pk"),
+            tokens=Coalesce(Sum("tokens"), 0),
+            protected=Count("pk", filter=Q(protected=True)),
+        )
+    )

@@ -1,0 +1,79 @@
+"""Dashboard forms: they validate what a person typed; the services decide what it means."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from .services import SESSION_ID
+
+MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
+KINDS = [("all", "Everything"), ("history", "Conversation"), ("context", "Tool output")]
+RESET_MODES = [("summary", "Keep the summary"), ("all", "Wipe everything")]
+
+
+def _import_limit() -> int:
+    return int(getattr(settings, "OTTO_MAX_IMPORT_BYTES", settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
+
+
+class SessionSearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, strip=True)
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, strip=True, label="Token name")
+
+
+class RecallForm(forms.Form):
+    q = forms.CharField(max_length=2000, strip=True, label="Search this session")
+    match = forms.ChoiceField(choices=MATCHES, initial="semantic", required=False)
+    kind = forms.ChoiceField(choices=KINDS, initial="all", required=False)
+
+    def clean_match(self) -> str:
+        return self.cleaned_data.get("match") or "semantic"
+
+    def clean_kind(self) -> str:
+        return self.cleaned_data.get("kind") or "all"
+
+
+class ResetForm(forms.Form):
+    mode = forms.ChoiceField(choices=RESET_MODES)
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(label="Session file (.json)")
+    sid = forms.CharField(
+        required=False,
+        max_length=128,
+        strip=True,
+        label="Session id (optional)",
+        help_text="Leave empty to keep the id in the file.",
+    )
+
+    def clean_sid(self) -> str | None:
+        sid = self.cleaned_data.get("sid") or None
+        if sid is not None and not SESSION_ID.match(sid):
+            raise forms.ValidationError("Use 1-128 letters, digits, '.', '_', ':' or '-'.", code="invalid_id")
+        return sid
+
+    def clean_file(self) -> dict[str, Any]:
+        upload = self.cleaned_data["file"]
+        if upload.size > _import_limit():
+            limit = _import_limit()
+            raise forms.ValidationError(
+                f"The file is {upload.size:,} bytes; the limit is {limit:,}.", code="too_large"
+            )
+        try:
+            document = json.loads(upload.read().decode("utf-8"))
+        except UnicodeDecodeError:
+            raise forms.ValidationError("The file is not UTF-8 text.", code="not_text") from None
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"The file is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.", code="not_json"
+            ) from None
+        if not isinstance(document, dict):
+            raise forms.ValidationError("The file must hold one JSON object (a session document).")
+        return document

@@ -1,0 +1,136 @@
+"""The Lessons screens: list and search live records, edit a fix (TTL kept), delete, expired gone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+
+from lessons.models import ErrorRecord
+
+pytestmark = pytest.mark.django_db
+
+DAY0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+HX = {"HTTP_HX_REQUEST": "true"}
+
+
+def lesson(
+    user, tool="bash", error="OSError: [Errno 28] No space left on device", action="rm -rf build/", **kw
+):
+    return ErrorRecord.objects.create(
+        user=user,
+        tool=tool,
+        error=error,
+        action=action,
+        created_at=DAY0,
+        updated_at=DAY0,
+        expires_at=DAY0 + timedelta(days=90),
+        **kw,
+    )
+
+
+def test_lessons_list_shows_tool_error_fix_expiry_and_hits(alice_web, alice):
+    record = lesson(alice, hits=3)
+
+    with time_machine.travel(DAY0 + timedelta(days=10), tick=False):
+        html = alice_web.get("/lessons/").content.decode()
+
+    assert f'<article id="lesson-{record.pk}" class="lesson"' in html
+    assert "expires in 80 days · 3 hits" in html
+    assert '<div class="pre fix">rm -rf build/</div>' in html
+    assert "OSError: [Errno 28] No space left on device" in html
+
+
+def test_lessons_search_by_tool_and_words(alice_web, alice):
+    lesson(alice, tool="bash")
+    lesson(alice, tool="git", error="fatal: not a git repository", action="git init")
+
+    with time_machine.travel(DAY0, tick=False):
+        html = alice_web.get(
+            "/lessons/", {"tool": "git", "q": "repository", "match": "keyword"}
+        ).content.decode()
+
+    assert ("git init" in html, "rm -rf build/" in html) == (True, False)
+    assert "1 live lesson, best match first" in html
+
+
+def test_lessons_empty_states(alice_web, alice):
+    empty = alice_web.get("/lessons/").content.decode()
+    lesson(alice)
+    with time_machine.travel(DAY0, tick=False):
+        none = alice_web.get("/lessons/", {"q": "kubernetes", "match": "keyword"}).content.decode()
+
+    assert "No lessons yet." in empty
+    assert "No live lesson matches." in none
+
+
+def test_editing_a_fix_keeps_the_ttl(alice_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0 + timedelta(days=30), tick=False):
+        form = alice_web.get(f"/lessons/{record.pk}/edit/", **HX).content.decode()
+        response = alice_web.post(f"/lessons/{record.pk}/edit/", {"action": "docker system prune -f"}, **HX)
+
+    record.refresh_from_db()
+    assert '<textarea id="fix-' in form and ">rm -rf build/</textarea>" in form
+    assert (record.action, record.expires_at) == ("docker system prune -f", DAY0 + timedelta(days=90))
+    html = response.content.decode()
+    assert '<div class="pre fix">docker system prune -f</div>' in html
+    assert "Saved. The expiry date is unchanged." in html and "expires in 60 days" in html
+
+
+def test_editing_a_fix_to_nothing_is_refused(alice_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        response = alice_web.post(f"/lessons/{record.pk}/edit/", {"action": "   "}, **HX)
+
+    record.refresh_from_db()
+    assert response.status_code == 422 and "This field is required." in response.content.decode()
+    assert record.action == "rm -rf build/"
+
+
+def test_editing_without_javascript_redirects_to_the_list(alice_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        response = alice_web.post(f"/lessons/{record.pk}/edit/", {"action": "make clean"}, follow=True)
+
+    assert response.redirect_chain == [("/lessons/", 302)]
+    assert "Saved the fix for “bash”." in response.content.decode()
+
+
+def test_an_expired_lesson_is_gone_from_the_list_and_cannot_be_edited(alice_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0 + timedelta(days=93), tick=False):
+        html = alice_web.get("/lessons/").content.decode()
+        edit = alice_web.post(f"/lessons/{record.pk}/edit/", {"action": "too late"}, **HX)
+
+    assert "No lessons yet." in html
+    assert "Expired: 1 lesson gone" in html and "expired 3 days ago" in html
+    assert edit.status_code == 410
+    assert "this lesson expired 3 days ago and is gone" in edit.content.decode()
+    record.refresh_from_db()
+    assert record.action == "rm -rf build/"
+
+
+def test_deleting_a_lesson(alice_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        response = alice_web.post(f"/lessons/{record.pk}/delete/", **HX)
+
+    assert "Deleted the lesson for <code>bash</code>." in response.content.decode()
+    assert ErrorRecord.objects.count() == 0
+
+
+def test_another_users_lesson_is_404_and_not_listed(bob_web, alice):
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        html = bob_web.get("/lessons/").content.decode()
+        edit = bob_web.get(f"/lessons/{record.pk}/edit/")
+
+    assert "No lessons yet." in html and edit.status_code == 404
