@@ -45,8 +45,8 @@ CONTEXT_WEIGHT = 1.0
 # The dense ranking counts twice in the fusion: MiniLM finds paraphrases BM25 cannot.
 DENSE_WEIGHT = 2.0
 # Pseudo-relevance feedback: new words from the top keyword hits make a third ranking.
-FEEDBACK_DOCS = 3
-FEEDBACK_TERMS = 5
+FEEDBACK_DOCS = 5
+FEEDBACK_TERMS = 10
 # Turns by a speaker the question names rank this much higher.
 SPEAKER_BOOST = 0.6
 

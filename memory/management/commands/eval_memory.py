@@ -56,7 +56,14 @@ class Command(BaseCommand):
     def _in_private_store(self, options: dict[str, Any]) -> int:
         """Re-run this command in a subprocess on its own data folder, never the user's database."""
         folder = options["keep_store"] or tempfile.mkdtemp(prefix="ottoweb-eval-")
-        env = {**os.environ, "OTTO_DATA_DIR": str(Path(folder).resolve()), "OTTO_EVAL_CHILD": "1"}
+        # Compaction runs inline: the replay must not depend on a worker being up, and measures
+        # the same engine either way.
+        env = {
+            **os.environ,
+            "OTTO_DATA_DIR": str(Path(folder).resolve()),
+            "OTTO_EVAL_CHILD": "1",
+            "OTTO_COMPACTION": "inline",
+        }
         if options["model"]:
             env["OTTO_EMBEDDING_MODEL"] = options["model"]
         if options["summarizer"] == "live" and env.get("OTTO_SUMMARIZER", "offline") == "offline":
