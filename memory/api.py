@@ -11,7 +11,7 @@ from pydantic import Field
 
 from . import services
 from .context import session_context, session_summary
-from .models import Job, Session
+from .models import AuditEntry, Job, Session
 from .recall import recall
 from .schemas import (
     AppendOut,
@@ -172,4 +172,38 @@ def get_job(request: HttpRequest, job_id: str):
         "total": job.total,
         "error": job.error,
         "session": job.session.sid if job.session else None,
+    }
+
+
+class AuditParams(Schema):
+    session: str = Field("", max_length=128)
+    limit: int = Field(50, ge=1, le=500)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
+
+
+@router.get("/audit", response={200: dict, **ERRORS}, tags=["audit"])
+def audit_trail(request: HttpRequest, params: Query[AuditParams]):
+    """The caller's audit trail (every state-changing call), newest first; `session` narrows it."""
+    rows = AuditEntry.objects.for_user(request.auth.user)  # type: ignore[attr-defined]
+    if params.session:
+        rows = rows.filter(session_sid=params.session)
+    page = rows.order_by("-created_at", "-id")[params.offset : params.offset + params.limit]
+    return {
+        "items": [
+            {
+                "id": e.id,
+                "created_at": e.created_at,
+                "channel": e.channel,
+                "method": e.method,
+                "path": e.path,
+                "action": e.action,
+                "object": e.object_ref,
+                "session": e.session_sid,
+                "status": e.status,
+                "outcome": e.outcome,
+                "token": e.token_prefix,
+            }
+            for e in page
+        ],
+        "count": rows.count(),
     }

@@ -300,3 +300,38 @@ class LearnedWindow(models.Model):
     model = models.CharField(max_length=200, unique=True)
     window = models.PositiveIntegerField()
     updated_at = models.DateTimeField(default=timezone.now)
+
+
+class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
+    def for_user(self, user) -> AuditEntryQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(user=user)
+
+    def for_session(self, user, sid: str) -> AuditEntryQuerySet:  # type: ignore[no-untyped-def]
+        return self.filter(user=user, session_sid=sid)
+
+
+class AuditEntry(models.Model):
+    """One state-changing request, appended by the server after it answered (ottoweb/audit.py).
+
+    Kept apart from memory (seed 003): memory is what an agent chose to keep; this is what it
+    could not avoid producing. Nothing in the API or dashboard edits or deletes these rows.
+    """
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # SET_NULL: the trail outlives the user; `username` keeps who it was.
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    username = models.CharField(max_length=150, blank=True, default="")
+    token_prefix = models.CharField(max_length=12, blank=True, default="")
+    channel = models.CharField(max_length=16)  # "api" or "dashboard"
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    action = models.CharField(max_length=100)
+    object_ref = models.CharField(max_length=300, blank=True, default="")
+    session_sid = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    status = models.PositiveSmallIntegerField()
+    outcome = models.CharField(max_length=16)  # "ok", "refused", "error"
+
+    objects = AuditEntryQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["user", "-created_at"]), models.Index(fields=["user", "session_sid", "-created_at"])]

@@ -16,6 +16,7 @@ urlpatterns = [
     path("sessions/<str:sid>/delete/", views.delete, name="session-delete"),
     path("jobs/<str:job_id>/", views.job, name="job"),
     path("account/", views.tokens, name="tokens"),
+    path("audit/", views.audit, name="audit"),
     path("account/tokens/<int:token_id>/revoke/", views.revoke_token, name="token-revoke"),
     path("account/password/", views.password, name="password"),
     path("login/link/<str:uidb64>/<str:token>/", views.login_link, name="login-link"),

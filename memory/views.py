@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
@@ -26,7 +27,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from . import dashboard, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
-from .models import TIER_X, TIER_Y, ApiToken, Bullet, Job, Session
+from .models import TIER_X, TIER_Y, ApiToken, AuditEntry, Bullet, Job, Session
 from .recall import DEFAULT_MAX_TOKENS, recall
 
 SESSIONS_PER_PAGE = 20
@@ -354,3 +355,18 @@ def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
         messages.info(request, "Welcome! Set a password below to log in again without a link.")
         return redirect("tokens")
     return redirect("home")
+
+
+@require_GET
+@login_required
+def audit(request: HttpRequest) -> HttpResponse:
+    """The user's audit trail (every state-changing call and action), optionally one session's."""
+    sid = request.GET.get("session", "")[:128]
+    rows = AuditEntry.objects.for_user(request.user)
+    if sid:
+        rows = rows.filter(session_sid=sid)
+    page = Paginator(rows.order_by("-created_at", "-id"), 50).get_page(request.GET.get("page"))
+    extra = f"session={quote(sid)}&" if sid else ""
+    return render(
+        request, "memory/audit.html", {"page": page, "sid": sid, "extra": extra, "region": "audit-list"}
+    )

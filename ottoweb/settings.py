@@ -88,6 +88,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so it sees the user and token the views resolved.
+    "ottoweb.audit.AuditMiddleware",
 ]
 
 ROOT_URLCONF = "ottoweb.urls"

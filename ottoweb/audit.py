@@ -1,0 +1,97 @@
+"""The audit trail: every state-changing request, appended by the server after it answered.
+
+A middleware, so no view can forget it and nothing a client sends can skip it: the entry is
+written from what the server resolved (the authenticated user and token, the route, the status),
+never from the request body. A failure to write it is logged, never turned into an error answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
+
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
+# Route parameters that name the object acted on, in the order they are looked for.
+OBJECT_KEYS = ("sid", "job_id", "record_id", "error_id", "token_id", "id", "pk")
+
+
+class AuditMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.method not in SAFE_METHODS:
+            try:
+                record(request, response.status_code, _created_id(response))
+            except Exception:  # the trail must never break the answer already given
+                log.exception("audit entry not written for %s %s", request.method, request.path)
+        return response
+
+
+def _actor(request: HttpRequest) -> tuple[object | None, str]:
+    """The authenticated user and token prefix, as the server resolved them (never the body)."""
+    from memory.models import ApiToken
+
+    token = getattr(request, "auth", None)
+    if isinstance(token, ApiToken):
+        return token.user, token.prefix
+    user = getattr(request, "user", None)
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user, ""
+    return None, ""
+
+
+def _action(request: HttpRequest, url_name: str | None, route: str) -> str:
+    # ninja names one URL for all methods of a path, so an API action is its method and route.
+    if request.path.startswith("/api/") or not url_name:
+        template = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route)
+        return f"{request.method} /{template.lstrip('/')}"
+    return url_name
+
+
+def _created_id(response: HttpResponse) -> str:
+    if response.status_code != 201 or "json" not in response.get("Content-Type", ""):
+        return ""
+    try:
+        value = json.loads(response.content).get("id", "")
+    except (ValueError, AttributeError):
+        return ""
+    return str(value)
+
+
+def record(request: HttpRequest, status: int, response_id: str = "") -> None:
+    from memory.models import AuditEntry
+
+    match = request.resolver_match
+    kwargs = dict(match.kwargs) if match else {}
+    user, prefix = _actor(request)
+    if user is None and status in (401, 403):
+        return  # an anonymous request that was refused changed nothing and has no one to show it to
+    route = (match.route if match else "") or request.path
+    object_ref = next((f"{key}:{kwargs[key]}" for key in OBJECT_KEYS if key in kwargs), "")
+    session_sid = str(kwargs.get("sid", ""))
+    if not object_ref and status == 201 and response_id:
+        # A create names its object only in the answer (a generated session id, a new record).
+        object_ref = f"id:{response_id}"
+        if "/sessions" in request.path:
+            session_sid = response_id
+    AuditEntry.objects.create(
+        user=user if user is not None else None,
+        username=getattr(user, "username", "") if user is not None else "",
+        token_prefix=prefix,
+        channel="api" if request.path.startswith("/api/") else "dashboard",
+        method=request.method or "",
+        path=request.path[:500],
+        action=_action(request, match.url_name if match else None, route)[:100],
+        object_ref=str(object_ref)[:300],
+        session_sid=session_sid[:128],
+        status=status,
+        outcome="ok" if status < 400 else ("refused" if status < 500 else "error"),
+    )
