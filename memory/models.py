@@ -334,4 +334,7 @@ class AuditEntry(models.Model):
     objects = AuditEntryQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["user", "-created_at"]), models.Index(fields=["user", "session_sid", "-created_at"])]
+        indexes = [
+            models.Index(fields=["user", "-created_at"]),
+            models.Index(fields=["user", "session_sid", "-created_at"]),
+        ]
