@@ -11,7 +11,7 @@ from . import services
 from .schemas import (
     ActionIn,
     ErrorIn,
-    ListParams,
+    ErrorListParams,
     NotStoredOut,
     RecordListOut,
     RecordOut,
@@ -21,7 +21,7 @@ from .schemas import (
 
 router = Router(tags=["lessons"])
 
-ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 @router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS})
@@ -40,7 +40,7 @@ def record_error_view(request: HttpRequest, body: ErrorIn):
 
 
 @router.get("/errors", response={200: RecordListOut, **ERRORS})
-def list_errors(request: HttpRequest, params: Query[ListParams]):
+def list_errors(request: HttpRequest, params: Query[ErrorListParams]):
     ranked = services.search_errors(
         user=request.auth.user,  # type: ignore[attr-defined]
         tool=params.tool,

@@ -8,7 +8,7 @@ from typing import Literal
 from ninja import Schema
 from pydantic import Field
 
-from memory.schemas import StrictIn
+from memory.schemas import CleanIn, StrictIn
 
 Outcome = Literal["resolved", "failed", "abandoned"]
 MatchName = Literal["semantic", "keyword"]
@@ -33,9 +33,11 @@ class RelatedIn(StrictIn):
     match: MatchName = "semantic"
 
 
-class ListParams(Schema):
+class ErrorListParams(CleanIn):
     tool: str = Field("", max_length=200)
-    q: str = Field("", max_length=10_000)
+    # A query string has to fit a request line (runserver refuses one over 64 KB with an HTML 414);
+    # 2,000 characters of 4-byte UTF-8 are 24 KB percent-encoded. POST /related takes longer text.
+    q: str = Field("", max_length=2_000)
     match: MatchName = "semantic"
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0)

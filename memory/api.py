@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 
 from django.conf import settings
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
+from ninja import Query, Router, Status
 from pydantic import Field
 
 from . import services
@@ -17,6 +18,7 @@ from .schemas import (
     AppendOut,
     BatchIn,
     BatchOut,
+    CleanIn,
     ContextOut,
     ErrorOut,
     ItemIn,
@@ -34,11 +36,26 @@ from .schemas import (
 
 router = Router(tags=["sessions"])
 
-ERRORS = {401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+# Job ids are 16 hex digits (services._new_job); the column holds at most 32 characters.
+JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
+
+# 400: a body that is not JSON; 503: the database cannot be written (ottoweb/api.py).
+ERRORS = {
+    400: ErrorOut,
+    401: ErrorOut,
+    404: ErrorOut,
+    409: ErrorOut,
+    413: ErrorOut,
+    422: ErrorOut,
+    503: ErrorOut,
+}
 
 
 def get_session(request: HttpRequest, sid: str) -> Session:
     """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
+    if not services.SESSION_ID.match(sid):
+        # No session has such an id; a NUL or a 10,000-character id never reaches the database.
+        raise services.NotFound("no session with that id")
     session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]
     if session is None:
         raise services.NotFound(f"no session {sid!r}")
@@ -78,10 +95,11 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
     return Status(201, _summary(request, session.sid))
 
 
-class ListParams(Schema):
+class ListParams(CleanIn):
     q: str = Field("", max_length=200)
     limit: int = Field(50, ge=1, le=500)
-    offset: int = Field(0, ge=0)
+    # Bounded: an OFFSET past 2**63 overflows SQLite's integer (a 500 before this bound).
+    offset: int = Field(0, ge=0, le=1_000_000_000)
 
 
 @router.get("/sessions", response={200: SessionListOut, **ERRORS})
@@ -161,6 +179,8 @@ def reembed(request: HttpRequest, sid: str, body: ReembedIn | None = None):
 
 @router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS})
 def get_job(request: HttpRequest, job_id: str):
+    if not JOB_ID.match(job_id):
+        raise services.NotFound("no job with that id")
     job = Job.objects.for_user(request.auth.user).select_related("session").filter(pk=job_id).first()  # type: ignore[attr-defined]
     if job is None:
         raise services.NotFound(f"no job {job_id!r}")
@@ -175,7 +195,7 @@ def get_job(request: HttpRequest, job_id: str):
     }
 
 
-class AuditParams(Schema):
+class AuditParams(CleanIn):
     session: str = Field("", max_length=128)
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000_000)

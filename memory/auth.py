@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 
+from django.db import DatabaseError
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
 from .models import ApiToken
+
+log = logging.getLogger(__name__)
 
 # Recording last use on every call would make every read a write; once a minute is enough.
 LAST_USED_GRANULARITY = timedelta(minutes=1)
@@ -25,6 +29,10 @@ class TokenAuth(HttpBearer):
             return None
         now = timezone.now()
         if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
-            ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+            try:
+                ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+            except DatabaseError as exc:
+                # Bookkeeping only: a read-only or full database must still answer reads.
+                log.warning("token %s: last use not recorded: %s", row.prefix, exc)
         request.user = row.user
         return row

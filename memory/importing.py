@@ -5,10 +5,12 @@ Errors name the path of the first problem, e.g. `pending[2].hash: does not match
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .engine.hashing import content_hash
 from .engine.types import KINDS, ROLES
+from .schemas import text_problem
 
 
 class DocumentError(ValueError):
@@ -48,10 +50,39 @@ def _check_text(value: str, path: str, max_chars: int) -> None:
         raise DocumentError(path, f"is {len(value):,} characters; the limit is {max_chars:,}")
 
 
+# The largest integer every JSON reader keeps exact; far inside SQLite's and PostgreSQL's bigint, so
+# a position one past it still fits.
+MAX_INT = 2**53 - 1
+
+
+def _check_values(value: Any, path: str) -> None:
+    """Every string storable as text, every number one a database column and JSON can hold."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise DocumentError(path, problem)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise DocumentError(path, "is out of range")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise DocumentError(path, "must be a finite number")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(key, path)
+            _check_values(item, f"{path}.{key}" if path != "$" else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _check_values(item, f"{path}[{n}]")
+
+
 def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
     """The document, checked: types, hashes, positions, and every hash ref resolving."""
     if not isinstance(document, dict):
         raise DocumentError("$", "a session document must be a JSON object")
+    _check_values(document, "$")
     if document.get("format") != "ottoweb.session":
         raise DocumentError("format", 'must be "ottoweb.session"')
     if document.get("version") != 1:

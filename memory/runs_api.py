@@ -10,11 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import runs
 from .api import get_session
-from .schemas import ErrorOut, StrictIn
+from .schemas import CleanIn, ErrorOut, StrictIn
 
 router = Router(tags=["runs"])
 
-ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 class PassThrough(BaseModel):
@@ -81,7 +81,7 @@ class WindowsOut(Schema):
     items: list[WindowOut]
 
 
-class WindowsQuery(Schema):
+class WindowsQuery(CleanIn):
     model: str | None = Field(None, min_length=1, max_length=200)
 
 

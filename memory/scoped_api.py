@@ -17,7 +17,7 @@ from .schemas import ErrorOut, StrictIn
 
 router = Router(tags=["scoped memory"])
 
-ERRORS = {401: ErrorOut, 413: ErrorOut, 422: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 ModeName = Literal["app", "conversation"]
 
 
@@ -32,7 +32,9 @@ class RememberIn(ScopeIn):
     key: str | None = None
 
 
-class RecallIn(ScopeIn):
+# Named apart from memory.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
+# and two classes of one name make one of the two operations document the other's shape.
+class ScopedRecallIn(ScopeIn):
     # Required, but checked by the service: ottoweb/api.py's error handler drops a field named
     # "query" from the location it reports (it reads it as the query-string source).
     query: str | None = None
@@ -55,7 +57,7 @@ class NoteOut(Schema):
     updated_at: datetime
 
 
-class RecallOut(Schema):
+class ScopedRecallOut(Schema):
     ok: bool
     mode: ModeName
     projectKey: str  # noqa: N815
@@ -85,8 +87,8 @@ def scoped_remember(request: HttpRequest, body: RememberIn):
 
 
 # exclude_unset: "degraded" appears only when search was unavailable, so a miss never carries it.
-@router.post("/recall", response={200: RecallOut, **ERRORS}, exclude_unset=True)
-def scoped_recall(request: HttpRequest, body: RecallIn):
+@router.post("/recall", response={200: ScopedRecallOut, **ERRORS}, exclude_unset=True)
+def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
     found = scoped.recall_notes(
         user=request.auth.user,  # type: ignore[attr-defined]
         query=body.query,

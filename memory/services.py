@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -34,7 +34,8 @@ from .store import DjangoTierStore, fts_delete, vec_delete, vec_write
 
 log = logging.getLogger(__name__)
 
-SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# \Z, not $: "$" also matches before a trailing newline, which would let "demo\n" through.
+SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
 
 
 class ServiceError(Exception):
@@ -213,8 +214,10 @@ def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
 def _embed_quietly(session: Session, kind: str) -> None:
     try:
         embed_items(session=session, kind=kind)
-    except EmbeddingUnavailable as exc:
-        # Recall says it is degraded; an append must never fail because a model is missing.
+    except (EmbeddingUnavailable, DatabaseError) as exc:
+        # Recall says it is degraded, and embeds what lacks a vector; an append must never fail
+        # because a model is missing, nor answer an error for turns it has already committed
+        # because their vectors could not be written (a full disk): the client would send them twice.
         log.warning("session %s: vectors not written: %s", session.sid, exc)
 
 
@@ -351,6 +354,19 @@ def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = Non
     )
 
 
+def _send_on_commit(task: Any, **kwargs: Any) -> None:
+    """Send `task` once the transaction commits; a broker that cannot take it is logged, not raised.
+
+    The job row is committed either way and a starting worker resends unfinished jobs, so a full
+    disk under the broker (or a broker outage) never turns a committed write into a 500.
+    """
+
+    def send() -> None:
+        task.delay(**kwargs)
+
+    transaction.on_commit(send, robust=True)
+
+
 def enqueue_compaction(*, session: Session) -> Job:
     """A compaction job for the session (the unfinished one if there is one), sent on commit."""
     from . import tasks
@@ -359,7 +375,7 @@ def enqueue_compaction(*, session: Session) -> Job:
     if existing is not None:
         return existing
     job = _new_job(session=session, kind="compact")
-    tasks.compact_session_task.delay_on_commit(job_id=job.id)
+    _send_on_commit(tasks.compact_session_task, job_id=job.id)
     return job
 
 
@@ -376,7 +392,7 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
         except ValueError as exc:
             raise Invalid(str(exc), field="model") from None
     job = _new_job(session=session, kind="reembed", params={"model": model} if model else {})
-    tasks.reembed_session_task.delay_on_commit(job_id=job.id)
+    _send_on_commit(tasks.reembed_session_task, job_id=job.id)
     return job
 
 

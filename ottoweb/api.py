@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -84,6 +85,32 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 @api.exception_handler(RequestDataTooBig)
 def on_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return error(request, 413, "request body is larger than the server accepts", "too_large")
+
+
+# (words in the driver's message, code, what the client is told); the first match wins.
+DATABASE_FAULTS = (
+    (("readonly", "read-only"), "db_read_only", "the database is read-only"),
+    (("full", "no space"), "db_full", "the database's disk is full"),
+    (("locked", "busy"), "db_busy", "the database is busy"),
+)
+
+
+@api.exception_handler(DatabaseError)
+def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+    """A fault of the server's storage (read-only, disk full, gone): 503, never a 500 HTML page.
+
+    Every write runs in a transaction, so the failed request has been rolled back whole.
+    """
+    log.error("database error on %s %s: %s", request.method, request.path, exc)
+    message = str(exc).lower()
+    code, what = "db_unavailable", "the database cannot be used"
+    for words, fault_code, fault in DATABASE_FAULTS:
+        if any(word in message for word in words):
+            code, what = fault_code, fault
+            break
+    response = error(request, 503, f"{what}; the request was not carried out, try again later", code)
+    response["Retry-After"] = "30"
+    return response
 
 
 api.add_router("/", memory_router)

@@ -9,8 +9,15 @@ from django.views.static import serve
 
 from .api import api
 
+
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    """An /api/ path no operation has: the API's own 404 shape, never the HTML page."""
+    return api.create_response(request, {"detail": "no such API path", "code": "not_found"}, status=404)
+
+
 urlpatterns = [
     path("api/v1/", api.urls),
+    re_path(r"^api/", api_not_found),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("lessons/", include("lessons.urls")),

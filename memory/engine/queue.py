@@ -189,11 +189,29 @@ class TieredQueue:
         return self.store.items(self.kind, "x")
 
 
+# Every further line of an entry starts with this, so only an entry's first line starts at column 0.
+CONTINUATION = "  "
+
+
+def render_entry(label: str, text: str) -> str:
+    """One entry of the prompt text: `label` and the text's first line, each further line indented.
+
+    Any line break (\\n, \\r, U+2028 …) ends a line, so a text holding "\\nuser: ignore previous
+    instructions" shows that line as "  user: …", inside its own entry: it cannot pass for a turn.
+    """
+    first, *rest = text.splitlines() or [""]
+    return "\n".join([label + first, *(CONTINUATION + line for line in rest)])
+
+
 def render_view(view: View) -> str:
-    """The prompt text of a view: bullets, then Y raw, then X, one line each."""
-    lines = [f"- {b.text}" if not b.protected else f"{b.role}: {b.text}" for b in view.bullets]
-    lines += [f"{item.role}: {item.text}" for item in (*view.y_raw, *view.x)]
-    return "\n".join(lines)
+    """The prompt text of a view: bullets, then Y raw, then X, one entry each.
+
+    An entry starts at column 0 with "- " (a bullet) or "role: " (a turn, or a protected bullet);
+    its further lines start with two spaces (`render_entry`).
+    """
+    entries = [render_entry("- " if not b.protected else f"{b.role}: ", b.text) for b in view.bullets]
+    entries += [render_entry(f"{item.role}: ", item.text) for item in (*view.y_raw, *view.x)]
+    return "\n".join(entries)
 
 
 def reachable_hashes(bullets: list[Bullet]) -> set[str]:

@@ -1,0 +1,82 @@
+"""The edges fuzzing and probing found, each pinned: once a 500 or a broken promise, now a clear 4xx."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.reliability.snapshot import all_rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_offset_past_any_database_integer_is_a_422(alice_api):
+    response = alice_api.get(f"/api/v1/sessions?offset={2**70}")
+
+    assert (response.status_code, response.json()["detail"]) == (
+        422,
+        "offset: Input should be less than or equal to 1000000000",
+    )
+
+
+def test_a_lessons_query_longer_than_a_request_line_carries_is_a_422(alice_api):
+    response = alice_api.get("/api/v1/lessons/errors?q=" + "x" * 2001)
+
+    assert (response.status_code, response.json()["detail"]) == (
+        422,
+        "q: String should have at most 2000 characters",
+    )
+
+
+@pytest.mark.parametrize("sid", ["x" * 129, "a%00b", "demo%0A", "x" * 5000])
+def test_a_session_id_that_cannot_exist_is_no_session(alice_api, sid):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+
+    response = alice_api.get(f"/api/v1/sessions/{sid}")
+
+    assert (response.status_code, response.json()) == (
+        404,
+        {"detail": "no session with that id", "code": "not_found"},
+    )
+
+
+@pytest.mark.parametrize("job_id", ["a%00b", "x" * 33, "../x", "a/b"])
+def test_a_job_id_that_cannot_exist_is_no_job(alice_api, job_id):
+    response = alice_api.get(f"/api/v1/jobs/{job_id}")
+
+    assert (response.status_code, response.json()["code"]) == (404, "not_found")
+
+
+def test_a_session_id_with_a_trailing_newline_is_refused(alice_api):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+    document = alice_api.get("/api/v1/sessions/demo/export").json()
+    before = all_rows()
+
+    response = alice_api.post("/api/v1/sessions/import?id=copy%0A", raw=json.dumps(document))
+
+    assert (response.status_code, response.json()["field"]) == (422, "id")
+    assert all_rows() == before
+
+
+def test_a_body_that_is_not_json_is_a_documented_400(alice_api):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+
+    response = alice_api.post("/api/v1/sessions/demo/items", raw="{not json")
+    documented = alice_api.get("/api/v1/openapi.json").json()["paths"]["/api/v1/sessions/{sid}/items"]["post"]
+
+    assert (response.status_code, response.json()) == (
+        400,
+        {"detail": "Cannot parse request body", "code": "http_error"},
+    )
+    assert sorted(documented["responses"]) == ["201", "400", "401", "404", "409", "413", "422", "503"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v2/sessions", "/api/v1/sessions/a/b/c"])
+def test_an_unknown_api_path_is_a_json_404(alice_api, path):
+    response = alice_api.get(path)
+
+    assert (response.status_code, response.json()) == (
+        404,
+        {"detail": "no such API path", "code": "not_found"},
+    )
