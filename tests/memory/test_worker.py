@@ -124,7 +124,8 @@ def test_a_thousand_appends_racing_a_compaction_all_arrive_in_order(tmp_path):
             instance.request("POST", "/api/v1/sessions", {"id": "w", "x_budget": 200, "y_budget": 800})
             _, first = append_until_compaction(instance)
             for n in range(first, first + 1000):
-                status, _ = instance.request("POST", "/api/v1/sessions/w/items", turn(n))
+                # A generous client timeout: this test is about what arrives, not how fast (bench's job).
+                status, _ = instance.request("POST", "/api/v1/sessions/w/items", turn(n), timeout=120)
                 assert status == 201
             total = first + 1000
             deadline = time.monotonic() + 180
