@@ -1,0 +1,534 @@
+"""`manage.py bench [--quick] [--sizes 1000,5000,10000,50000] [--json OUT] [--profile] [--keep-data]`.
+
+Prints throughput, latency and memory figures and asserts nothing (DESIGN "Measuring": benchmarks
+print numbers, tests assert behaviour). One labelled line per figure:
+
+- `append engine` / `append service` / `append api` / `append http` / `append http keep-alive`: one
+  item per call through the engine alone (`TieredQueue` over `InMemoryStore`), `services.append_items`
+  on SQLite, the API in-process (Django's test client: routing, auth, ninja, no socket), and a real
+  `manage.py runserver` process (a fresh connection per request, as curl does; then one reused
+  connection, as an HTTP client library does) — p50/p95/max per append and appends/s;
+- `compaction engine` / `compaction service`: one generation over a full Y (the default budget);
+- `query embedding`: the model alone on one question;
+- `recall N chunks`: `memory.recall.recall` in-process on an N-chunk session, query embedding
+  included; `recall http` the same over HTTP on the web server's session;
+- `embedding`: documents embedded per second while building the sessions;
+- `rss web`: the web process's resident set with the model loaded after serving recalls
+  (`/proc/<pid>/status`); `rss bench peak`: this process's peak (`getrusage`);
+- `load average` before and after, because a busy machine inflates every latency.
+
+It never touches the configured database: the command re-executes itself in a child process whose
+OTTO_DATA_DIR is a fresh temporary folder (deleted afterwards unless --keep-data). The child
+migrates that folder and the web server it starts uses it too. Big sessions are built through
+`services.append_items` in batches at the default budgets, so they carry real compaction generations.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import http.client
+import io
+import json
+import math
+import os
+import pstats
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.test import Client
+
+from memory import embedding, services
+from memory.engine.memstore import InMemoryStore
+from memory.engine.queue import TieredQueue
+from memory.engine.summarizers import extractive_summarize
+from memory.engine.synthetic import chatter, questions
+from memory.models import TierState
+from memory.recall import recall
+
+# The child's marker: set to its private OTTO_DATA_DIR, so it knows it may write there.
+CHILD_FLAG = "OTTO_BENCH_CHILD"
+# Cache folders settings.py derives from OTTO_DATA_DIR: the child derives its own.
+DERIVED_ENV = ("TIKTOKEN_CACHE_DIR", "OTTO_MODEL_CACHE", "FASTEMBED_CACHE_PATH")
+DEFAULT_SIZES = "1000,5000,10000,50000"
+# Embedding dominates a quick run (about a hundredth of a second a turn on two cores).
+QUICK_SIZES = "300"
+# Items per services.append_items call when building a big session (one transaction each).
+BUILD_BATCH = 500
+# Questions asked before timing starts: the model is loaded and caches are filled by then.
+WARM_UP = 3
+
+
+class Scale:
+    """How much work each figure does; --quick shrinks everything to a smoke run."""
+
+    def __init__(self, quick: bool) -> None:
+        self.engine_appends = 2_000 if quick else 20_000
+        self.service_appends = 100 if quick else 2_000
+        self.http_appends = 50 if quick else 500
+        self.generations = 1 if quick else 4
+        self.recalls = 20 if quick else 100
+        self.http_recalls = 10 if quick else 50
+        self.sessions = 3 if quick else 20
+        # A quick run compacts a smaller Y so the smoke test stays short.
+        self.y_tokens = 20_000 if quick else settings.OTTO_Y_BUDGET
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q from 0 to 100) of `values`."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def latency(seconds: Sequence[float]) -> dict[str, Any]:
+    """p50/p95/max in milliseconds, the rate the samples add up to, and how many there were."""
+    total = sum(seconds)
+    return {
+        "p50_ms": round(percentile(seconds, 50) * 1000, 3),
+        "p95_ms": round(percentile(seconds, 95) * 1000, 3),
+        "max_ms": round(max(seconds) * 1000, 3),
+        "per_s": round(len(seconds) / total, 1) if total else 0.0,
+        "n": len(seconds),
+    }
+
+
+def timed(call: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def vm_mb(pid: int, field: str) -> int:
+    """A `/proc/<pid>/status` figure (VmRSS, VmHWM) in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) // 1024
+    raise CommandError(f"/proc/{pid}/status has no {field}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class WebServer:
+    """`manage.py runserver --noreload` on this process's OTTO_DATA_DIR: one process, pid known."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.port = free_port()
+        self.log = open(Path(settings.DATA_DIR) / "web.log", "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
+            + [f"127.0.0.1:{self.port}", "--noreload"],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        # Timeouts are generous: a recall may embed a thousand pending turns inside the request.
+        self.kept = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if self.call("GET", "/api/v1/openapi.json")[0] == 200:
+                    return
+            except OSError:
+                pass
+            if self.process.poll() is not None:
+                raise CommandError(f"the web server exited; see {self.log.name}")
+            time.sleep(0.1)
+        self.stop()
+        raise CommandError("the web server did not start in 120 s")
+
+    def call(
+        self, method: str, path: str, body: object | None = None, *, keep_alive: bool = False
+    ) -> tuple[int, Any]:
+        """One request; a fresh connection each time unless `keep_alive` (then one shared connection)."""
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        if not keep_alive:
+            headers["Connection"] = "close"
+        conn = self.kept if keep_alive else http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
+        try:
+            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            response = conn.getresponse()
+            raw = response.read()
+        finally:
+            if not keep_alive:
+                conn.close()
+        return response.status, json.loads(raw) if raw else None
+
+    def expect(self, status: int, method: str, path: str, body: object | None = None, **kw: Any) -> Any:
+        got, answer = self.call(method, path, body, **kw)
+        if got != status:
+            raise CommandError(f"{method} {path} answered {got}, not {status}: {answer}")
+        return answer
+
+    def stop(self) -> None:
+        self.kept.close()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=20)
+        self.log.close()
+
+
+class Command(BaseCommand):
+    help = "Print append, compaction, recall and memory figures (on a private temporary database)."
+
+    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+        parser.add_argument(
+            "--quick", action="store_true", help="a fast smoke run: small counts, one small session"
+        )
+        parser.add_argument(
+            "--sizes",
+            default=None,
+            help=f"recall session sizes in chunks, comma-separated (default {DEFAULT_SIZES}; --quick {QUICK_SIZES})",
+        )
+        parser.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
+        parser.add_argument(
+            "--profile", action="store_true", help="cProfile the recalls at the largest size, print the top"
+        )
+        parser.add_argument("--keep-data", action="store_true", help="keep the temporary data folder")
+
+    def handle(self, *args, sizes: str | None, **options):  # type: ignore[no-untyped-def]
+        spec = sizes or (QUICK_SIZES if options["quick"] else DEFAULT_SIZES)
+        try:
+            parsed = [int(s) for s in spec.split(",") if s.strip()]
+        except ValueError:
+            raise CommandError(f"--sizes takes comma-separated chunk counts, not {spec!r}") from None
+        if not parsed or min(parsed) < 10:
+            raise CommandError("every size must be at least 10 chunks")
+        if os.environ.get(CHILD_FLAG) == str(settings.DATA_DIR):
+            self.measure(sizes=parsed, **options)
+        else:
+            self.run_child(sizes=parsed, **options)
+
+    # --- the parent: a private data folder, then the child does the work ----------------------------
+
+    def run_child(
+        self, *, sizes: list[int], quick: bool, json_out: str | None, profile: bool, keep_data: bool, **_: Any
+    ) -> None:  # type: ignore[no-untyped-def]
+        folder = Path(tempfile.mkdtemp(prefix="ottoweb-bench-")).resolve()
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not (k in DERIVED_ENV and v.startswith(str(settings.DATA_DIR)))
+        }
+        env.update({"OTTO_DATA_DIR": str(folder), CHILD_FLAG: str(folder), "PYTHONUNBUFFERED": "1"})
+        argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "bench"]
+        argv += ["--sizes", ",".join(map(str, sizes))]
+        argv += ["--quick"] if quick else []
+        argv += ["--profile"] if profile else []
+        argv += ["--json", str(Path(json_out).resolve())] if json_out else []
+        self.stdout.write(f"bench: private data folder {folder}")
+        try:
+            child = subprocess.Popen(
+                argv,
+                cwd=settings.BASE_DIR,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+            assert child.stdout is not None
+            for line in child.stdout:
+                self.stdout.write(line.rstrip("\n"))
+            if child.wait() != 0:
+                raise CommandError(f"the benchmark process failed (exit {child.returncode})")
+        finally:
+            if keep_data:
+                self.stdout.write(f"bench: data kept in {folder}")
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+
+    # --- the child: every figure ----------------------------------------------------------------------
+
+    def emit(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def line(self, label: str, stats: dict[str, Any], unit: str, extra: str = "") -> None:
+        self.emit(
+            f"{label}: p50 {stats['p50_ms']:.2f} ms, p95 {stats['p95_ms']:.2f} ms, "
+            f"max {stats['max_ms']:.1f} ms, {stats['per_s']:,.1f} {unit}/s "
+            f"({stats['n']:,} samples{', ' + extra if extra else ''})"
+        )
+
+    def load(self, when: str) -> list[float]:
+        figures = [round(v, 2) for v in os.getloadavg()]
+        self.emit(f"load average {when}: {figures[0]} {figures[1]} {figures[2]} ({os.cpu_count()} CPUs)")
+        return figures
+
+    def measure(
+        self, *, sizes: list[int], quick: bool, json_out: str | None, profile: bool, **_: Any
+    ) -> None:  # type: ignore[no-untyped-def]
+        call_command("migrate", verbosity=0, interactive=False)
+        scale = Scale(quick)
+        user, _ = get_user_model().objects.get_or_create(username="bench")
+        figures: dict[str, Any] = {
+            "cpus": os.cpu_count(),
+            "model": embedding.database_stamp(),
+            "budgets": {"x": settings.OTTO_X_BUDGET, "y": settings.OTTO_Y_BUDGET},
+            "quick": quick,
+        }
+        self.emit(f"model {figures['model']}; budgets X={settings.OTTO_X_BUDGET} Y={settings.OTTO_Y_BUDGET}")
+        figures["load_before"] = self.load("before")
+        figures["append_engine"] = self.append_engine(scale)
+        figures["append_service"] = self.append_service(scale, user)
+        figures["compaction_engine"], figures["compaction_service"] = self.compaction(scale, user)
+        figures.update(self.web(scale))
+        figures["query_embedding"] = self.query_embedding(scale)
+        figures["recall"] = {}
+        for size in sizes:
+            figures["recall"][str(size)] = self.recall_at(
+                size, scale, user, profile=profile and size == max(sizes)
+            )
+        docs = sum(r["embedded"] for r in figures["recall"].values())
+        seconds = sum(r["embed_s"] for r in figures["recall"].values())
+        figures["embedding_docs_per_s"] = round(docs / seconds, 1) if seconds else 0.0
+        self.emit(
+            f"embedding: {figures['embedding_docs_per_s']:.1f} documents/s ({docs:,} documents, turn + previous turn)"
+        )
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        figures["rss_bench_peak_mb"] = peak
+        self.emit(f"rss bench peak: {peak} MB (this process, getrusage ru_maxrss)")
+        figures["load_after"] = self.load("after")
+        if json_out:
+            Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")
+            self.emit(f"figures written to {json_out}")
+
+    def append_engine(self, scale: Scale) -> dict[str, Any]:
+        queue = TieredQueue(
+            InMemoryStore(),
+            x_budget=settings.OTTO_X_BUDGET,
+            y_budget=settings.OTTO_Y_BUDGET,
+            summarize=extractive_summarize,
+        )
+        times, compactions = [], 0
+        for role, text in chatter(scale.engine_appends, seed=1):
+            start = time.perf_counter()
+            appended = queue.append(role, text)
+            times.append(time.perf_counter() - start)
+            # Compaction is its own figure below; here it only keeps the tiers realistic.
+            if appended.needs_compaction:
+                queue.compact()
+                compactions += 1
+        stats = latency(times)
+        self.line("append engine", stats, "appends", f"InMemoryStore; {compactions} compactions not timed")
+        return stats
+
+    def append_service(self, scale: Scale, user: Any) -> dict[str, Any]:
+        session = services.create_session(user=user, sid="bench-service")
+        times = [
+            timed(
+                lambda r=role, t=text: services.append_items(
+                    session=session, items=[services.NewItem(role=r, text=t)]
+                )
+            )
+            for role, text in chatter(scale.service_appends, seed=2)
+        ]
+        stats = latency(times)
+        self.line("append service", stats, "appends", "services.append_items on SQLite, one item a call")
+        return stats
+
+    def compaction(self, scale: Scale, user: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Time each generation alone: fill Y to just under its budget, then force the compaction.
+
+        The engine queue and the service session see the same turns, and the summariser is
+        deterministic, so both compact the same Y (raw turns plus the previous generation's bullets).
+        """
+        queue = TieredQueue(
+            InMemoryStore(), x_budget=1, y_budget=scale.y_tokens, summarize=extractive_summarize
+        )
+        # X of one token: every turn moves straight to Y, as an X overflow would move it.
+        session = services.create_session(
+            user=user, sid="bench-compaction", x_budget=1, y_budget=scale.y_tokens
+        )
+        turns = iter(chatter(scale.generations * scale.y_tokens // 20, seed=3))
+        engine_times, service_times, raw = [], [], []
+        for _ in range(scale.generations):
+            batch: list[services.NewItem] = []
+            while True:
+                role, text = next(turns)
+                draft = queue.draft(role, text)
+                if queue.store.totals("history").y + draft.tokens > scale.y_tokens:
+                    break
+                queue.append(role, text)
+                batch.append(services.NewItem(role=role, text=text))
+            for first in range(0, len(batch), BUILD_BATCH):
+                services.append_items(session=session, items=batch[first : first + BUILD_BATCH])
+            raw.append(len(batch))
+            engine_times.append(timed(lambda: queue.compact(force=True)))
+            service_times.append(timed(lambda: services.compact_session(session=session, force=True)))
+        extra = f"Y of {scale.y_tokens:,} tokens: {sum(raw) // len(raw):,} raw turns + the previous bullets"
+        engine, service = latency(engine_times), latency(service_times)
+        for label, stats in (("compaction engine", engine), ("compaction service", service)):
+            self.emit(
+                f"{label}: p50 {stats['p50_ms']:.0f} ms, max {stats['max_ms']:.0f} ms per generation "
+                f"({stats['n']} generations, {extra})"
+            )
+        return engine, service
+
+    def web(self, scale: Scale) -> dict[str, Any]:
+        """The API in-process, then a real server process: appends, recalls and its resident set."""
+        user, _ = get_user_model().objects.get_or_create(username="bench-http")
+        _, token = services.issue_token(user=user, name="bench")
+        out: dict[str, Any] = {}
+
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        client.post("/api/v1/sessions", {"id": "bench-api"}, content_type="application/json")
+        times = []
+        for role, text in chatter(scale.service_appends, seed=6):
+            start = time.perf_counter()
+            response = client.post(
+                "/api/v1/sessions/bench-api/items",
+                {"role": role, "text": text},
+                content_type="application/json",
+            )
+            times.append(time.perf_counter() - start)
+            if response.status_code != 201:
+                raise CommandError(f"an in-process API append answered {response.status_code}")
+        out["append_api"] = latency(times)
+        self.line("append api", out["append_api"], "appends", "in-process test client, no socket")
+
+        server = WebServer(token)
+        try:
+            server.expect(201, "POST", "/api/v1/sessions", {"id": "bench-http"})
+            path = "/api/v1/sessions/bench-http/items"
+            turns = chatter(2 * scale.http_appends, seed=4)
+            times = [
+                timed(lambda r=role, t=text: server.expect(201, "POST", path, {"role": r, "text": t}))
+                for role, text in turns[: scale.http_appends]
+            ]
+            out["append_http"] = latency(times)
+            self.line("append http", out["append_http"], "appends", "runserver, a new connection per request")
+            times = [
+                timed(
+                    lambda r=role, t=text: server.expect(
+                        201, "POST", path, {"role": r, "text": t}, keep_alive=True
+                    )
+                )
+                for role, text in turns[scale.http_appends :]
+            ]
+            out["append_http_keepalive"] = latency(times)
+            self.line(
+                "append http keep-alive", out["append_http_keepalive"], "appends", "one reused connection"
+            )
+            rss_before = vm_mb(server.process.pid, "VmRSS")
+
+            def ask(sid: str, query: str) -> float:
+                return timed(
+                    lambda: server.expect(200, "POST", f"/api/v1/sessions/{sid}/recall", {"query": query})
+                )
+
+            asked = questions(scale.http_recalls + WARM_UP, seed=5)
+            # The first recall loads the model and embeds every pending turn inside the request.
+            first = ask("bench-http", asked[0])
+            for q in asked[1:WARM_UP]:
+                ask("bench-http", q)
+            out["recall_http"] = latency([ask("bench-http", q) for q in asked[WARM_UP:]])
+            out["recall_http"]["first_ms"] = round(first * 1000, 1)
+            self.line(
+                "recall http",
+                out["recall_http"],
+                "recalls",
+                f"{2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
+                "(model load + embedding the pending turns)",
+            )
+            rss_one = vm_mb(server.process.pid, "VmRSS")
+            for n in range(scale.sessions):
+                sid = f"bench-http-{n}"
+                server.expect(201, "POST", "/api/v1/sessions", {"id": sid})
+                items = [{"role": r, "text": t} for r, t in chatter(50, seed=100 + n)]
+                server.expect(201, "POST", f"/api/v1/sessions/{sid}/items/batch", {"items": items})
+                for q in questions(3, seed=200 + n):
+                    ask(sid, q)
+            rss_many, peak = vm_mb(server.process.pid, "VmRSS"), vm_mb(server.process.pid, "VmHWM")
+            out["rss_web_mb"] = {
+                "after_recalls": rss_one,
+                "before_first_recall": rss_before,
+                "after_more_sessions": rss_many,
+                "sessions": scale.sessions + 1,
+                "peak": peak,
+            }
+            self.emit(
+                f"rss web: {rss_one} MB with the model loaded after serving recalls "
+                f"({rss_before} MB before the first recall; {rss_many} MB after recalls on "
+                f"{scale.sessions + 1} sessions; peak {peak} MB)"
+            )
+        finally:
+            server.stop()
+        return out
+
+    def query_embedding(self, scale: Scale) -> dict[str, Any]:
+        embedder = embedding.embedder()
+        asked = questions(scale.recalls + WARM_UP, seed=7)
+        for q in asked[:WARM_UP]:
+            embedder.embed_query(q)
+        stats = latency([timed(lambda q=q: embedder.embed_query(q)) for q in asked[WARM_UP:]])
+        self.line("query embedding", stats, "queries", "the model alone, one question")
+        return stats
+
+    def recall_at(self, size: int, scale: Scale, user: Any, *, profile: bool) -> dict[str, Any]:
+        session = services.create_session(user=user, sid=f"bench-recall-{size}")
+        turns = chatter(size, seed=size)
+        start = time.perf_counter()
+        # Batches at the default budgets: Y overflows and compacts as it would live, and each
+        # compaction embeds what it archived after its commit (services._compact_now).
+        for first in range(0, size, BUILD_BATCH):
+            items = [services.NewItem(role=r, text=t) for r, t in turns[first : first + BUILD_BATCH]]
+            services.append_items(session=session, items=items)
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        embedded = services.embed_items(session=session, kind="history")
+        embed_s = time.perf_counter() - start
+        generation = TierState.objects.get(session=session, kind="history").generation
+        asked = questions(scale.recalls + WARM_UP, seed=size)
+        for q in asked[:WARM_UP]:
+            recall(session, query=q)
+        stats = latency([timed(lambda q=q: recall(session, query=q)) for q in asked[WARM_UP:]])
+        # Compactions embed as they go, so the build time holds most of the embedding for big sizes.
+        stats.update(
+            {
+                "build_s": round(built, 1),
+                "embed_s": round(embed_s, 1),
+                "embedded": embedded,
+                "generations": generation,
+            }
+        )
+        self.line(
+            f"recall {size} chunks",
+            stats,
+            "recalls",
+            f"generation {generation}; built in {built:.0f} s with compactions' embedding, "
+            f"then {embedded:,} more embedded in {embed_s:.0f} s",
+        )
+        if profile:
+            # A second pass under the profiler, after the timed one: cProfile inflates what it times.
+            profiler = cProfile.Profile()
+            for q in asked[WARM_UP:]:
+                profiler.runcall(recall, session, query=q)
+            for order in ("cumulative", "tottime"):
+                report = io.StringIO()
+                pstats.Stats(profiler, stream=report).sort_stats(order).print_stats(25)
+                self.emit(f"profile of {len(asked) - WARM_UP} recalls at {size} chunks, by {order}:")
+                self.emit(report.getvalue())
+        return stats

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+# Each figure's label, and the first number printed after it.
+FIGURES = {
+    "append engine": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "append service": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "append api": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "append http": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "append http keep-alive": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "compaction engine": r"p50 \d+ ms",
+    "compaction service": r"p50 \d+ ms",
+    "recall http": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "rss web": r"\d+ MB",
+    "query embedding": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "recall 300 chunks": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "embedding": r"[\d.]+ documents/s",
+    "rss bench peak": r"\d+ MB",
+    "load average before": r"[\d.]+",
+    "load average after": r"[\d.]+",
+}
+
+
+@pytest.mark.slow
+def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind(tmp_path):
+    out = io.StringIO()
+    target = tmp_path / "bench.json"
+
+    call_command("bench", "--quick", "--json", str(target), stdout=out)
+
+    lines = out.getvalue().splitlines()
+    for label, number in FIGURES.items():
+        assert [line for line in lines if re.match(rf"^{re.escape(label)}: {number}", line)], label
+    figures = json.loads(target.read_text())
+    assert sorted(figures["recall"]) == ["300"]
+    for key in ("append_engine", "append_service", "append_api", "append_http", "append_http_keepalive"):
+        assert figures[key]["p50_ms"] > 0 and figures[key]["p95_ms"] >= figures[key]["p50_ms"]
+    assert figures["rss_web_mb"]["after_recalls"] > 0
+    # The run used its own data folder, outside the configured one, and removed it.
+    folder = Path(lines[0].removeprefix("bench: private data folder "))
+    assert not folder.exists()
+    assert not folder.is_relative_to(settings.DATA_DIR)
+
+
+def test_bench_refuses_sizes_that_are_not_chunk_counts():
+    with pytest.raises(CommandError, match="comma-separated chunk counts"):
+        call_command("bench", "--sizes", "1k,5k", stdout=io.StringIO())
