@@ -207,6 +207,12 @@ class Command(BaseCommand):
             "--profile", action="store_true", help="cProfile the recalls at the largest size, print the top"
         )
         parser.add_argument("--keep-data", action="store_true", help="keep the temporary data folder")
+        parser.add_argument(
+            "--load",
+            type=float,
+            default=0.0,
+            help="also run 16 clients on 8 sessions for this many seconds against a server and a worker",
+        )
 
     def handle(self, *args, sizes: str | None, **options):  # type: ignore[no-untyped-def]
         spec = sizes or (QUICK_SIZES if options["quick"] else DEFAULT_SIZES)
@@ -224,7 +230,15 @@ class Command(BaseCommand):
     # --- the parent: a private data folder, then the child does the work ----------------------------
 
     def run_child(
-        self, *, sizes: list[int], quick: bool, json_out: str | None, profile: bool, keep_data: bool, **_: Any
+        self,
+        *,
+        sizes: list[int],
+        quick: bool,
+        json_out: str | None,
+        profile: bool,
+        keep_data: bool,
+        load: float = 0.0,
+        **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         folder = Path(tempfile.mkdtemp(prefix="ottoweb-bench-")).resolve()
         env = {
@@ -237,6 +251,7 @@ class Command(BaseCommand):
         argv += ["--sizes", ",".join(map(str, sizes))]
         argv += ["--quick"] if quick else []
         argv += ["--profile"] if profile else []
+        argv += ["--load", str(load)] if load else []
         argv += ["--json", str(Path(json_out).resolve())] if json_out else []
         self.stdout.write(f"bench: private data folder {folder}")
         try:
@@ -278,7 +293,14 @@ class Command(BaseCommand):
         return figures
 
     def measure(
-        self, *, sizes: list[int], quick: bool, json_out: str | None, profile: bool, **_: Any
+        self,
+        *,
+        sizes: list[int],
+        quick: bool,
+        json_out: str | None,
+        profile: bool,
+        load: float = 0.0,
+        **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         call_command("migrate", verbosity=0, interactive=False)
         scale = Scale(quick)
@@ -310,10 +332,50 @@ class Command(BaseCommand):
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
         figures["rss_bench_peak_mb"] = peak
         self.emit(f"rss bench peak: {peak} MB (this process, getrusage ru_maxrss)")
+        if load:
+            figures["concurrency"] = self.concurrency(load)
         figures["load_after"] = self.load("after")
         if json_out:
             Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")
             self.emit(f"figures written to {json_out}")
+
+    def concurrency(self, seconds: float) -> dict[str, Any]:
+        """16 clients on 8 sessions against a real server and worker, compactions running (issue 9)."""
+        from memory.loadgen import run_load
+
+        user, _ = get_user_model().objects.get_or_create(username="bench-load")
+        _, token = services.issue_token(user=user, name="bench-load")
+        server = WebServer(token)
+        log = open(Path(settings.DATA_DIR) / "worker.log", "ab")
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "ottoweb", "worker", "-l", "warning", "--pool", "threads"]
+            + ["--concurrency", "1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+            cwd=settings.BASE_DIR,
+            env={**os.environ, "OTTO_COMPACTION": "job"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            result = run_load(
+                f"http://127.0.0.1:{server.port}", token, clients=16, sessions=8, seconds=seconds
+            )
+        finally:
+            worker.terminate()
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+            log.close()
+            server.stop()
+        self.emit(f"concurrency (16 clients, 8 sessions, {seconds:.0f} s): {result.summary()}")
+        return {
+            "seconds": round(result.seconds, 1),
+            "requests": result.requests,
+            "append_p50_ms": result.quantile(0.50),
+            "append_p95_ms": result.quantile(0.95),
+            "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
+            "errors": len(result.errors),
+        }
 
     def append_engine(self, scale: Scale) -> dict[str, Any]:
         queue = TieredQueue(
