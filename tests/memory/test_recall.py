@@ -46,7 +46,8 @@ def test_fact_from_turn_3_of_600_comes_back_first_for_a_paraphrase(alice_api, lo
     assert alice_api.get("/api/v1/sessions/long").json()["generation"] >= 10
     assert answer["degraded"] is None
     first = answer["results"]["history"][0]
-    assert [t["text"] for t in first["turns"] if t["hit"]][0] == FACT
+    # The acceptance point: the fact is in the top passage, as a hit (its neighbours may be hits too).
+    assert FACT in [t["text"] for t in first["turns"] if t["hit"]]
     assert answer["tokens"] <= 3000
 
 
