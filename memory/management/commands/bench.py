@@ -20,7 +20,8 @@ print numbers, tests assert behaviour). One labelled line per figure:
 It never touches the configured database: the command re-executes itself in a child process whose
 OTTO_DATA_DIR is a fresh temporary folder (deleted afterwards unless --keep-data). The child
 migrates that folder and the web server it starts uses it too. Big sessions are built through
-`services.append_items` in batches at the default budgets, so they carry real compaction generations.
+`services.append_items` in batches at the default budgets, compacting inline (no worker runs
+here), so they carry real compaction generations; appends are measured in the configured mode.
 """
 
 from __future__ import annotations
@@ -48,14 +49,14 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.test import Client
+from django.test import Client, override_settings
 
 from memory import embedding, services
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from memory.engine.synthetic import chatter, questions
-from memory.models import TierState
+from memory.models import Bullet, TierState
 from memory.recall import recall
 
 # The child's marker: set to its private OTTO_DATA_DIR, so it knows it may write there.
@@ -125,6 +126,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class ServerHung(Exception):
+    """The web server stopped answering (seen: SQLite 3.51.1's VFS deadlock, see README)."""
+
+
+# An append answers in milliseconds; a minute of silence means the server is stuck, not slow.
+APPEND_TIMEOUT = 60.0
+# The first recall may embed a thousand pending turns inside the request.
+RECALL_TIMEOUT = 1800.0
+
+
 class WebServer:
     """`manage.py runserver --noreload` on this process's OTTO_DATA_DIR: one process, pid known."""
 
@@ -140,14 +151,15 @@ class WebServer:
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
-        # Timeouts are generous: a recall may embed a thousand pending turns inside the request.
-        self.kept = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
+        self.requests = 0
+        # Only appends use the kept connection.
+        self.kept = http.client.HTTPConnection("127.0.0.1", self.port, timeout=APPEND_TIMEOUT)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                if self.call("GET", "/api/v1/openapi.json")[0] == 200:
+                if self.call("GET", "/api/v1/openapi.json", timeout=5)[0] == 200:
                     return
-            except OSError:
+            except (OSError, ServerHung):
                 pass
             if self.process.poll() is not None:
                 raise CommandError(f"the web server exited; see {self.log.name}")
@@ -156,20 +168,36 @@ class WebServer:
         raise CommandError("the web server did not start in 120 s")
 
     def call(
-        self, method: str, path: str, body: object | None = None, *, keep_alive: bool = False
+        self,
+        method: str,
+        path: str,
+        body: object | None = None,
+        *,
+        keep_alive: bool = False,
+        timeout: float = APPEND_TIMEOUT,
     ) -> tuple[int, Any]:
-        """One request; a fresh connection each time unless `keep_alive` (then one shared connection)."""
+        """One request; a fresh connection each time unless `keep_alive` (then one shared connection).
+
+        Raises ServerHung when no answer comes within `timeout` seconds.
+        """
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
         if not keep_alive:
             headers["Connection"] = "close"
-        conn = self.kept if keep_alive else http.client.HTTPConnection("127.0.0.1", self.port, timeout=1800)
+        conn = (
+            self.kept if keep_alive else http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        )
         try:
             conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
             response = conn.getresponse()
             raw = response.read()
+        except TimeoutError:
+            raise ServerHung(
+                f"{method} {path} got no answer in {timeout:.0f} s, after {self.requests:,} answered requests"
+            ) from None
         finally:
             if not keep_alive:
                 conn.close()
+        self.requests += 1
         return response.status, json.loads(raw) if raw else None
 
     def expect(self, status: int, method: str, path: str, body: object | None = None, **kw: Any) -> Any:
@@ -311,7 +339,11 @@ class Command(BaseCommand):
             "budgets": {"x": settings.OTTO_X_BUDGET, "y": settings.OTTO_Y_BUDGET},
             "quick": quick,
         }
-        self.emit(f"model {figures['model']}; budgets X={settings.OTTO_X_BUDGET} Y={settings.OTTO_Y_BUDGET}")
+        figures["compaction_mode"] = settings.OTTO_COMPACTION
+        self.emit(
+            f"model {figures['model']}; budgets X={settings.OTTO_X_BUDGET} Y={settings.OTTO_Y_BUDGET}; "
+            f"appends compact {settings.OTTO_COMPACTION} (sessions for recall are built compacting inline)"
+        )
         figures["load_before"] = self.load("before")
         figures["append_engine"] = self.append_engine(scale)
         figures["append_service"] = self.append_service(scale, user)
@@ -497,8 +529,9 @@ class Command(BaseCommand):
             rss_before = vm_mb(server.process.pid, "VmRSS")
 
             def ask(sid: str, query: str) -> float:
+                path = f"/api/v1/sessions/{sid}/recall"
                 return timed(
-                    lambda: server.expect(200, "POST", f"/api/v1/sessions/{sid}/recall", {"query": query})
+                    lambda: server.expect(200, "POST", path, {"query": query}, timeout=RECALL_TIMEOUT)
                 )
 
             asked = questions(scale.http_recalls + WARM_UP, seed=5)
@@ -536,6 +569,10 @@ class Command(BaseCommand):
                 f"({rss_before} MB before the first recall; {rss_many} MB after recalls on "
                 f"{scale.sessions + 1} sessions; peak {peak} MB)"
             )
+        except ServerHung as hung:
+            # Report it and go on to the in-process figures: a stuck server must not stop the bench.
+            out["server_hung"] = str(hung)
+            self.emit(f"web server hung: {hung}; RSS {vm_mb(server.process.pid, 'VmRSS')} MB; see web.log")
         finally:
             server.stop()
         return out
@@ -553,16 +590,20 @@ class Command(BaseCommand):
         session = services.create_session(user=user, sid=f"bench-recall-{size}")
         turns = chatter(size, seed=size)
         start = time.perf_counter()
-        # Batches at the default budgets: Y overflows and compacts as it would live, and each
-        # compaction embeds what it archived after its commit (services._compact_now).
-        for first in range(0, size, BUILD_BATCH):
-            items = [services.NewItem(role=r, text=t) for r, t in turns[first : first + BUILD_BATCH]]
-            services.append_items(session=session, items=items)
+        # Batches at the default budgets, compacting inline: no worker runs here, and a session that
+        # never compacted (generation 0, no bullets) would make recall look cheaper than it is. Each
+        # inline compaction embeds the session's pending turns after its commit.
+        with override_settings(OTTO_COMPACTION="inline"):
+            for first in range(0, size, BUILD_BATCH):
+                items = [services.NewItem(role=r, text=t) for r, t in turns[first : first + BUILD_BATCH]]
+                services.append_items(session=session, items=items)
         built = time.perf_counter() - start
         start = time.perf_counter()
         embedded = services.embed_items(session=session, kind="history")
         embed_s = time.perf_counter() - start
         generation = TierState.objects.get(session=session, kind="history").generation
+        live = Bullet.objects.of_kind(session, "history").live()
+        bullets, protected = live.count(), live.filter(protected=True).count()
         asked = questions(scale.recalls + WARM_UP, seed=size)
         for q in asked[:WARM_UP]:
             recall(session, query=q)
@@ -574,13 +615,16 @@ class Command(BaseCommand):
                 "embed_s": round(embed_s, 1),
                 "embedded": embedded,
                 "generations": generation,
+                "live_bullets": bullets,
+                "protected_bullets": protected,
             }
         )
         self.line(
             f"recall {size} chunks",
             stats,
             "recalls",
-            f"generation {generation}; built in {built:.0f} s with compactions' embedding, "
+            f"generation {generation}, {bullets:,} live bullets of which {protected:,} protected; "
+            f"built in {built:.0f} s with compactions' embedding, "
             f"then {embedded:,} more embedded in {embed_s:.0f} s",
         )
         if profile:
