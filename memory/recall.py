@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from . import services
 from .engine import retrieval
-from .engine.embeddings import EmbeddingUnavailable
+from .engine.embeddings import EmbeddingUnavailable, Vectors
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session, TierState
 from .store import fts_search, vec_search
 
@@ -51,13 +51,33 @@ FEEDBACK_TERMS = 10
 SPEAKER_BOOST = 0.6
 
 
-@lru_cache(maxsize=256)
-def _live_hashes(session_pk: int, kind: str, generation: int) -> frozenset[str]:
-    # Keyed by generation: a compaction changes the generation, so a stale set is never read.
-    refs = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
-        "hash_refs", flat=True
+def _hash_key(h: str) -> int:
+    # 64 bits of the sha256 keep a 50,000-chunk session's index near 5 MB; a collision would only
+    # let one uncited archived chunk through stage 1, and `_bullets` checks the full hash.
+    return int(h[:16], 16)
+
+
+@lru_cache(maxsize=16)
+def _citations(session_pk: int, kind: str, generation: int) -> dict[int, int | tuple[int, ...]]:
+    """Every hash a live bullet cites → that bullet's id (ids, when several cite it).
+
+    Keyed by generation: a compaction replaces the live bullets and bumps the generation, so a
+    stale index is never read. One load per generation instead of one per recall: a person's turns
+    stay live bullets forever, 25,000 of them in a 50,000-turn session.
+    """
+    rows = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
+        "pk", "hash_refs"
     )
-    return frozenset(h for row in refs for h in row)
+    index: dict[int, int | tuple[int, ...]] = {}
+    for pk, refs in rows:
+        for h in refs:
+            key = _hash_key(h)
+            seen = index.get(key)
+            if seen is None:
+                index[key] = pk
+            elif seen != pk:
+                index[key] = (*seen, pk) if isinstance(seen, tuple) else (seen, pk)
+    return index
 
 
 def _generation(session: Session, kind: str) -> int:
@@ -72,8 +92,10 @@ def _candidates(session: Session, kind: str, item_ids: Sequence[int]) -> dict[in
     )
     if kind == "context":
         return {pk: position for pk, position, _, _ in rows}
-    live = _live_hashes(session.pk, kind, _generation(session, kind))
-    return {pk: position for pk, position, tier, h in rows if tier in (TIER_X, TIER_Y) or h in live}
+    cited = _citations(session.pk, kind, _generation(session, kind))
+    return {
+        pk: position for pk, position, tier, h in rows if tier in (TIER_X, TIER_Y) or _hash_key(h) in cited
+    }
 
 
 def _ranked(
@@ -84,12 +106,11 @@ def _ranked(
 
 
 def _mixed_stamps(session: Session, kind: str) -> str | None:
-    models = set(
-        ItemVector.objects.filter(session=session, kind=kind).values_list("model", flat=True).distinct()
-    )
-    foreign = models - {session.embedding_model}
-    if not foreign:
+    vectors = ItemVector.objects.filter(session=session, kind=kind)
+    # The common case, one model, answered from the (session, kind, model) index without a scan.
+    if not vectors.exclude(model=session.embedding_model).exists():
         return None
+    models = set(vectors.values_list("model", flat=True).distinct())
     return (
         f"the session's {kind} vectors come from {len(models)} models ({', '.join(sorted(models))}); "
         f"ranking across embedding models is refused — re-embed the session "
@@ -167,18 +188,17 @@ def _boost_named_speakers(
 
 
 def _semantic(
-    session: Session, kind: str, query: str, limit: int
+    session: Session, kind: str, query: str, limit: int, query_vector: Callable[[], Vectors]
 ) -> tuple[list[tuple[str, int, float]], str | None]:
     """Fuse the dense ranking with BM25 rankings (as asked, and widened by feedback terms)."""
     lexical = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
     why = None
     dense: list[tuple[int, float]] = []
     try:
-        services.embed_items(session=session, kind=kind)
+        services.embed_stragglers(session=session, kind=kind)
         why = _mixed_stamps(session, kind)
-        if why is None:
-            embedder = services.session_embedder(session)
-            dense = vec_search(session.pk, kind, embedder.name, embedder.embed_query(query), limit=limit)
+        if why is None:  # so every vector of the session is from its model: no need to filter on it
+            dense = vec_search(session.pk, kind, None, query_vector(), limit=limit)
     except EmbeddingUnavailable as exc:
         why = f"embedding model unavailable ({exc}); ranked by keywords only"
     if why is not None:
@@ -204,17 +224,16 @@ def _recent(session: Session, kind: str, limit: int) -> list[tuple[str, int, flo
 def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int], retrieval.Turn]:
     turns: dict[tuple[str, int], retrieval.Turn] = {}
     for kind, positions in wanted.items():
+        # Tuples, not model instances: a recall reads a few hundred turns and building models was
+        # a third of its time.
         rows = (
-            Item.objects.of_kind(session, kind).filter(position__in=sorted(positions)).select_related("chunk")
+            Item.objects.of_kind(session, kind)
+            .filter(position__in=sorted(positions))
+            .values_list("position", "role", "chunk__text", "chunk__hash", "tokens")
         )
-        for r in rows:
-            turns[(kind, r.position)] = retrieval.Turn(
-                kind=kind,
-                position=r.position,
-                role=r.role,
-                text=r.chunk.text,
-                hash=r.chunk.hash,
-                tokens=r.tokens,
+        for position, role, text, h, tokens in rows:
+            turns[(kind, position)] = retrieval.Turn(
+                kind=kind, position=position, role=role, text=text, hash=h, tokens=tokens
             )
     return turns
 
@@ -227,29 +246,25 @@ def _bullets(
     if not order or limit <= 0:
         return [], 0
     rank = {h: i for i, h in reversed(list(enumerate(order)))}
-    live = Bullet.objects.of_kind(session, "history").live()
+    cited = _citations(session.pk, "history", _generation(session, "history"))
+    ids: set[int] = set()
+    for h in rank:
+        found = cited.get(_hash_key(h))
+        ids.update(found if isinstance(found, tuple) else () if found is None else (found,))
+    fields = ("id", "text", "hash_refs", "generation", "protected", "first_position", "tokens")
     scored = []
-    for b in live:
-        best = min((rank[h] for h in b.hash_refs if h in rank), default=None)
+    for b in Bullet.objects.of_kind(session, "history").live().filter(pk__in=ids).values(*fields):
+        best = min((rank[h] for h in b["hash_refs"] if h in rank), default=None)
         if best is not None:
-            scored.append((best, b.first_position, b))
+            scored.append((best, b["first_position"], b))
     chosen, spent = [], 0
     for _, _, b in sorted(scored, key=lambda t: (t[0], t[1])):
         if len(chosen) >= limit:
             break
-        if b.tokens <= room - spent:
-            chosen.append(b)
-            spent += b.tokens
-    return [
-        {
-            "id": b.pk,
-            "text": b.text,
-            "hash_refs": list(b.hash_refs),
-            "generation": b.generation,
-            "protected": b.protected,
-        }
-        for b in chosen
-    ], spent
+        if b["tokens"] <= room - spent:
+            chosen.append({k: b[k] for k in fields[:5]})
+            spent += b["tokens"]
+    return chosen, spent
 
 
 def recall(
@@ -264,14 +279,24 @@ def recall(
     """Rank the session's raw items for `query` and return passages within `max_tokens`."""
     rules = POLICIES[policy]
     budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
-    kinds = ["history", "context"] if kind == "all" else [kind]
+    if kind == "all":
+        # A kind the session holds nothing of costs a second pass for nothing.
+        kinds = [k for k in ("history", "context") if Item.objects.filter(session=session, kind=k).exists()]
+    else:
+        kinds = [kind]
     hits: list[tuple[str, int, float]] = []
     reasons: list[str] = []
+
+    @cache
+    def query_vector() -> Vectors:
+        # Embedded once however many kinds are ranked.
+        return services.session_embedder(session).embed_query(query)
+
     for k in kinds:
         if match == "keyword":
             hits.extend(_keyword(session, k, query, RANK_DEPTH))
             continue
-        ranked, why = _semantic(session, k, query, RANK_DEPTH)
+        ranked, why = _semantic(session, k, query, RANK_DEPTH, query_vector)
         if why is not None:
             reasons.append(why)
             ranked = ranked or _recent(session, k, rules.max_passages)

@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import socket
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -199,7 +200,67 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
         Session.objects.filter(pk=session.pk).update(
             turns=F("turns") + history_turns, updated_at=timezone.now()
         )
+        for kind in queues:
+            _schedule_embedding(session, kind)
     return outcomes
+
+
+# New turns get their vectors from the worker shortly after they are acknowledged, never on the
+# append path and, in job mode, not inside a recall either (a recall embeds at most
+# RECALL_EMBED_LIMIT stragglers). One task, sent EMBED_DELAY seconds ahead, serves a whole burst.
+EMBED_DELAY = 1.0
+RECALL_EMBED_LIMIT = 16
+_embedding_sent: dict[tuple[int, str], float] = {}
+
+
+def _schedule_embedding(session: Session, kind: str) -> None:
+    if settings.OTTO_COMPACTION != "job":
+        return  # inline mode has no worker: compaction and recall embed in-process
+    from . import tasks
+
+    now = time.monotonic()
+    key = (session.pk, kind)
+    if now - _embedding_sent.get(key, -EMBED_DELAY) < EMBED_DELAY:
+        return  # a task already on its way will find this turn too: it runs after the delay
+    if len(_embedding_sent) > 10_000:
+        for stale in [k for k, sent in _embedding_sent.items() if now - sent >= EMBED_DELAY]:
+            del _embedding_sent[stale]
+    _embedding_sent[key] = now
+
+    def send() -> None:
+        # Twice the window: an append skipped inside the window has its own commit's worth of
+        # time to land before the task looks.
+        tasks.embed_session_task.apply_async(
+            kwargs={"session_pk": session.pk, "kind": kind}, countdown=2 * EMBED_DELAY
+        )
+
+    transaction.on_commit(send, robust=True)
+
+
+def embed_pending(*, session_pk: int, kind: str) -> int:
+    """The worker's half of `_schedule_embedding`: vectors for the session's items that lack one."""
+    session = Session.objects.filter(pk=session_pk).first()
+    if session is None:
+        return 0  # deleted meanwhile
+    try:
+        return embed_items(session=session, kind=kind)
+    except EmbeddingUnavailable as exc:
+        log.warning("session %s: vectors not written: %s", session.sid, exc)
+        return 0
+
+
+# A recall in job mode looks for stragglers among this many newest items: an anti-join over a
+# 50,000-item session costs more than the rest of the recall.
+RECALL_EMBED_WINDOW = 256
+
+
+def embed_stragglers(*, session: Session, kind: str) -> int:
+    """A recall's share of embedding: in inline mode every vector-less item (no worker will); in
+    job mode at most RECALL_EMBED_LIMIT of the newest RECALL_EMBED_WINDOW items, the worker's
+    `embed_pending` having the rest."""
+    if settings.OTTO_COMPACTION != "job":
+        return embed_items(session=session, kind=kind)
+    return embed_items(session=session, kind=kind, limit=RECALL_EMBED_LIMIT, newest=RECALL_EMBED_WINDOW)
 
 
 def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
@@ -248,15 +309,27 @@ def session_embedder(session: Session) -> Embedder:
 EMBED_BATCH = 128
 
 
-def embed_items(*, session: Session, kind: str, limit: int | None = None, progress: Any = None) -> int:
+def embed_items(
+    *,
+    session: Session,
+    kind: str,
+    limit: int | None = None,
+    newest: int | None = None,
+    progress: Any = None,
+) -> int:
     """Write vectors for the session's items of `kind` that have none, in batches; return how many.
 
     Each item is embedded with the turn before it (same thread) as context, stamped with the
-    session's model. Idempotent: items that already have a vector are skipped. Raises
+    session's model. Idempotent: items that already have a vector are skipped. `newest` looks only
+    at the newest that many items (a recall's cheap check; the worker looks at all). Raises
     EmbeddingUnavailable when the model cannot be loaded (nothing is written then).
     """
     embedder = session_embedder(session)
-    pending = Item.objects.of_kind(session, kind).filter(vector__isnull=True).order_by("position")
+    pending = Item.objects.of_kind(session, kind)
+    if newest is not None:
+        recent = list(pending.order_by("-position").values_list("pk", flat=True)[:newest])
+        pending = pending.filter(pk__in=recent)
+    pending = pending.filter(vector__isnull=True).order_by("position")
     if limit is not None:
         pending = pending[:limit]
     ids = list(pending.values_list("pk", flat=True))
@@ -287,7 +360,8 @@ def embed_items(*, session: Session, kind: str, limit: int | None = None, progre
             taken = set(ItemVector.objects.filter(item__in=rows).values_list("item_id", flat=True))
             fresh = [(r, v) for r, v in zip(rows, vectors, strict=True) if r.pk not in taken]
             ItemVector.objects.bulk_create(
-                [
+                ignore_conflicts=True,  # a worker and a recall may embed the same straggler
+                objs=[
                     ItemVector(
                         item=r,
                         session=session,
@@ -297,7 +371,7 @@ def embed_items(*, session: Session, kind: str, limit: int | None = None, progre
                         vector=to_blob(v),
                     )
                     for r, v in fresh
-                ]
+                ],
             )
             vec_write([(r.pk, session.pk, kind, embedder.name, to_blob(v)) for r, v in fresh], embedder.dim)
         done += len(fresh)

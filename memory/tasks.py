@@ -29,6 +29,11 @@ def reembed_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyp
         raise self.retry(countdown=1) from None
 
 
+@shared_task(name="memory.embed_session", ignore_result=True)
+def embed_session_task(*, session_pk: int, kind: str) -> None:
+    services.embed_pending(session_pk=session_pk, kind=kind)
+
+
 @worker_ready.connect
 def requeue_after_restart(sender=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
     """A worker that starts resends unfinished jobs: a killed worker's job completes once."""

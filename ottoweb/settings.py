@@ -67,6 +67,8 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"] + [
 CSRF_TRUSTED_ORIGINS = [o for o in envstr("OTTO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
 INSTALLED_APPS = [
+    # First, so its `runserver` (TCP_NODELAY) is the one manage.py runs.
+    "ottoweb",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -37,6 +37,8 @@ DEFAULT_MODEL = "minilm"
 MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 # The stamp names the exact weights: the int8 ONNX export, wherever its files were loaded from.
 MINILM_STAMP = "fastembed:sentence-transformers/all-MiniLM-L6-v2@int8"
+# sentence-transformers' max_seq_length for this model; its tokenizer config says 512.
+MINILM_MAX_TOKENS = 256
 MINILM_FILES = {
     "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
     "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
@@ -128,6 +130,13 @@ class FastEmbedBackend:
     folder: Path | None = None
     query_prefix: str = ""
     dim: int = 0
+    # onnxruntime keeps an arena sized by the largest batch it has run: batches of 64 texts of up to
+    # 512 tokens left the web process at 1.5 GB. Small batches without the arena embed at the
+    # same rate (the model is compute-bound) in a fraction of the memory (README "Benchmarks").
+    batch_size: int = 8
+    arena: bool = False
+    # The model's own input limit, where its config says more (MiniLM was trained on 256 tokens).
+    max_tokens: int | None = None
     _engine: Any = None
 
     def _load(self) -> Any:
@@ -138,12 +147,18 @@ class FastEmbedBackend:
             try:
                 from fastembed import TextEmbedding
 
-                kwargs: dict[str, Any] = {"threads": int(os.environ.get("OTTO_EMBED_THREADS", "0")) or None}
+                kwargs: dict[str, Any] = {
+                    "threads": int(os.environ.get("OTTO_EMBED_THREADS", "0")) or None,
+                    "enable_cpu_mem_arena": self.arena,
+                }
                 if self.folder is not None:
                     kwargs["specific_model_path"] = str(self.folder)
                 else:
                     kwargs["local_files_only"] = os.environ.get("HF_HUB_OFFLINE") == "1"
                 self._engine = TextEmbedding(self.model, **kwargs)
+                tokenizer = getattr(getattr(self._engine, "model", None), "tokenizer", None)
+                if self.max_tokens and tokenizer is not None:
+                    tokenizer.enable_truncation(max_length=self.max_tokens)
             except Exception as exc:
                 raise EmbeddingUnavailable(f"fastembed could not load {self.model}: {exc}") from exc
             self.dim = int(self.embed_documents(["probe"]).shape[1])
@@ -153,7 +168,7 @@ class FastEmbedBackend:
         engine = self._load()
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return normalise(np.array(list(engine.embed(list(texts), batch_size=64))))
+        return normalise(np.array(list(engine.embed(list(texts), batch_size=self.batch_size))))
 
     def embed_query(self, text: str) -> Vectors:
         engine = self._load()
@@ -266,6 +281,7 @@ def build(spec: str) -> Embedder:
             name=MINILM_STAMP,
             model=MINILM_NAME,
             folder=Path(folder) if folder else None,
+            max_tokens=MINILM_MAX_TOKENS,
         )
     if spec in ("wordllama", WordLlamaBackend.name):
         return WordLlamaBackend()
@@ -279,6 +295,7 @@ def build(spec: str) -> Embedder:
             model=model,
             folder=Path(folder) if folder else None,
             query_prefix=prefix,
+            max_tokens=MINILM_MAX_TOKENS if model == MINILM_NAME else None,
         )
     if spec.startswith("gemini:"):
         model = spec[len("gemini:") :]

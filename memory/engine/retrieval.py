@@ -57,6 +57,10 @@ def index_context(
     return "\n".join(parts)
 
 
+# About 100 tokens: LoCoMo's turns fit whole (their median is ~100 characters).
+PREVIOUS_CHARS = 400
+
+
 def dense_text(
     text: str,
     role: str,
@@ -64,10 +68,16 @@ def dense_text(
     previous_text: str | None,
     previous_meta: Mapping[str, Any] | None,
 ) -> str:
-    """What an item's vector is computed from: the turn before (same thread), then the turn."""
+    """What an item's vector is computed from: the turn before (same thread), then the turn.
+
+    The turn before is cut to PREVIOUS_CHARS: the model reads only its first 256 tokens, and a long
+    previous turn (a tool's output) would otherwise push the turn itself out of what it reads.
+    """
     speaker = str(meta.get("speaker") or role)
     if previous_text and previous_meta is not None and _same_thread(meta, previous_meta):
         before = str(previous_meta.get("speaker") or "")
+        if len(previous_text) > PREVIOUS_CHARS:
+            previous_text = previous_text[:PREVIOUS_CHARS] + " …"
         return f"{before + ': ' if before else ''}{previous_text}\n{speaker}: {text}"
     return f"{speaker}: {text}"
 

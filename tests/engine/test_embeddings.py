@@ -134,3 +134,30 @@ def test_gemini_without_a_key_is_unavailable(monkeypatch):
 def test_unknown_spec_is_refused():
     with pytest.raises(ValueError, match="unknown embedding model"):
         build("word2vec")
+
+
+def test_minilm_reads_its_trained_256_tokens_and_small_batches_embed_the_same():
+    """Past 256 word pieces the text no longer changes MiniLM's vector (its tokenizer config says 512).
+
+    Batches of 8 with onnxruntime's arena off (what keeps the web process small) give the same
+    vectors as one text at a time.
+    """
+    backend = build(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{SHARED_MINILM}")
+    long = " ".join(f"word{i}" for i in range(150))  # 381 word pieces: past 256, inside 512
+    same_head = backend.embed_documents([long, long + " The stock market crashed and burned."])
+    assert np.allclose(same_head[0], same_head[1], atol=1e-6)
+
+    texts = [f"Note {i}: {SENTENCES[i % 3]}" for i in range(19)]
+    batched = backend.embed_documents(texts)
+    one_by_one = np.vstack([backend.embed_documents([t]) for t in texts])
+    assert backend.batch_size == 8 and not backend.arena
+    assert np.allclose(batched, one_by_one, atol=1e-4)
+
+
+def test_a_long_previous_turn_cannot_push_the_turn_out_of_its_vector():
+    from memory.engine.retrieval import PREVIOUS_CHARS, dense_text
+
+    tool_output = "x" * 50_000
+    text = dense_text("The deploy finished.", "assistant", {}, tool_output, {})
+    assert text.endswith("assistant: The deploy finished.")
+    assert len(text) < PREVIOUS_CHARS + 100

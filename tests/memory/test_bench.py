@@ -20,7 +20,10 @@ FIGURES = {
     "compaction engine": r"p50 \d+ ms",
     "compaction service": r"p50 \d+ ms",
     "recall http": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
+    "worker embedding": r"[\d,]+ turns in [\d.]+ s",
+    "worker embedding sessions": r"p50 [\d.]+ s, max [\d.]+ s",
     "rss web": r"\d+ MB",
+    "rss worker": r"\d+ MB",
     "query embedding": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
     "recall 300 chunks": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
     "embedding": r"[\d.]+ documents/s",
@@ -45,6 +48,10 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
     for key in ("append_engine", "append_service", "append_api", "append_http", "append_http_keepalive"):
         assert figures[key]["p50_ms"] > 0 and figures[key]["p95_ms"] >= figures[key]["p50_ms"]
     assert figures["rss_web_mb"]["after_recalls"] > 0
+    # The HTTP section ran a real worker beside the server, and it did embed the session's turns.
+    assert "worker_stuck" not in figures and "server_hung" not in figures
+    assert figures["rss_worker_mb"]["after_embedding"] > 0 and figures["rss_worker_mb"]["peak"] > 0
+    assert figures["worker_embedding_http"]["turns"] > 0
     # The run used its own data folder, outside the configured one, and removed it.
     folder = Path(lines[0].removeprefix("bench: private data folder "))
     assert not folder.exists()

@@ -232,3 +232,22 @@ def test_a_changed_model_setting_keeps_the_recorded_model_and_the_check_says_so(
     )
     assert [w.id for w in warnings] == ["memory.W001"]
     assert "manage.py reembed --all --model wordllama" in warnings[0].msg
+
+
+def test_in_job_mode_a_recall_embeds_only_a_few_stragglers_and_still_finds_the_rest(
+    alice, alice_api, settings
+):
+    """The worker writes vectors for new turns; a recall never embeds a backlog inside the request."""
+    settings.OTTO_COMPACTION = "job"
+    session = services.create_session(user=alice, sid="backlog")
+    turns = synthetic_turns(40, seed=3)
+    turns.append(("user", FACT))
+    fill(session, turns)
+    assert not ItemVector.objects.filter(session=session).exists()
+
+    answer = recall(alice_api, "backlog", query="Where did Jenna move to study volcanoes?")
+
+    assert ItemVector.objects.filter(session=session).count() == services.RECALL_EMBED_LIMIT
+    returned = [t["text"] for p in answer["results"]["history"] for t in p["turns"]]
+    assert FACT in returned  # the last turn has no vector yet: its words found it
+    assert answer["degraded"] is None

@@ -77,6 +77,36 @@ def test_a_worker_on_the_filesystem_broker_runs_compaction_and_reembed(instance)
     run_compaction_and_reembed(instance)
 
 
+VECTORS = """
+from memory.models import Item, ItemVector, TierState
+print(Item.objects.filter(session__sid="v").count(), ItemVector.objects.filter(session__sid="v").count(),
+      max(TierState.objects.filter(session__sid="v").values_list("generation", flat=True)))
+"""
+
+
+def test_the_worker_writes_vectors_for_new_turns_with_no_recall_and_no_compaction(instance):
+    """Appends stay free of the model; the worker embeds a burst of turns shortly after they land."""
+    instance.start_web()
+    instance.start_worker()
+    instance.request("POST", "/api/v1/sessions", {"id": "v"})
+    for n in range(12):
+        status, _ = instance.request("POST", "/api/v1/sessions/v/items", turn(n))
+        assert status == 201
+    status, _ = instance.request(
+        "POST", "/api/v1/sessions/v/items", {"role": "tool", "kind": "context", "text": "ls: 3 files"}
+    )
+    assert status == 201
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        out = instance.manage("shell", "--no-imports", "-c", VECTORS).strip().splitlines()[-1]
+        items, vectors, generation = (int(v) for v in out.split())
+        if vectors == items:
+            break
+        time.sleep(0.5)
+    assert (items, vectors, generation) == (13, 13, 0)
+
+
 @pytest.mark.parametrize("instance", [{"CELERY_BROKER_URL": "redis://127.0.0.1:6379/7"}], indirect=True)
 def test_a_worker_on_redis_runs_compaction_and_reembed(instance):
     run_compaction_and_reembed(instance)

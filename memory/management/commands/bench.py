@@ -6,22 +6,31 @@ print numbers, tests assert behaviour). One labelled line per figure:
 - `append engine` / `append service` / `append api` / `append http` / `append http keep-alive`: one
   item per call through the engine alone (`TieredQueue` over `InMemoryStore`), `services.append_items`
   on SQLite, the API in-process (Django's test client: routing, auth, ninja, no socket), and a real
-  `manage.py runserver` process (a fresh connection per request, as curl does; then one reused
-  connection, as an HTTP client library does) — p50/p95/max per append and appends/s;
+  `manage.py runserver` process (ours, TCP_NODELAY on) with a Celery worker beside it, as `make run`
+  starts them (a fresh connection per request, as curl does; then one reused connection, as an HTTP
+  client library does) — p50/p95/max per append and appends/s;
+- `worker backlog` (job mode only): what the in-process sections queued for a worker that was not
+  running yet, drained before the HTTP appends so that they do not pay for it;
+- `worker embedding`: how long after the last HTTP append the worker had written a vector for every
+  turn of the web server's session; `worker embedding sessions` the same per extra session;
 - `compaction engine` / `compaction service`: one generation over a full Y (the default budget);
 - `query embedding`: the model alone on one question;
 - `recall N chunks`: `memory.recall.recall` in-process on an N-chunk session, query embedding
-  included; `recall http` the same over HTTP on the web server's session;
+  included; `recall http` the same over HTTP on the web server's session once the worker has
+  embedded it, so the first recall only loads the query embedder;
 - `embedding`: documents embedded per second while building the sessions;
-- `rss web`: the web process's resident set with the model loaded after serving recalls
-  (`/proc/<pid>/status`); `rss bench peak`: this process's peak (`getrusage`);
+- `rss web`: the web process's resident set after serving recalls; it embeds queries only, documents
+  are the worker's (`/proc/<pid>/status`); `rss worker`: the worker's after embedding every session;
+  `rss bench peak`: this process's peak (`getrusage`);
 - `load average` before and after, because a busy machine inflates every latency.
 
 It never touches the configured database: the command re-executes itself in a child process whose
 OTTO_DATA_DIR is a fresh temporary folder (deleted afterwards unless --keep-data). The child
-migrates that folder and the web server it starts uses it too. Big sessions are built through
-`services.append_items` in batches at the default budgets, compacting inline (no worker runs
-here), so they carry real compaction generations; appends are measured in the configured mode.
+migrates that folder and the web server and worker it starts use it too. They run in job mode
+whatever OTTO_COMPACTION says (the production shape: appends hand embedding and compaction to the
+worker); the in-process appends are measured in the configured mode. Big sessions for the
+in-process recalls are built through `services.append_items` in batches at the default budgets,
+compacting inline (no worker is involved), so they carry real compaction generations.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import QuerySet
 from django.test import Client, override_settings
 
 from memory import embedding, services
@@ -56,7 +66,7 @@ from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from memory.engine.synthetic import chatter, questions
-from memory.models import Bullet, TierState
+from memory.models import Bullet, Item, ItemVector, Job, Session, TierState
 from memory.recall import recall
 
 # The child's marker: set to its private OTTO_DATA_DIR, so it knows it may write there.
@@ -120,6 +130,13 @@ def vm_mb(pid: int, field: str) -> int:
     raise CommandError(f"/proc/{pid}/status has no {field}")
 
 
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`."""
+    # The command name, in parentheses, may hold spaces: count the fields after it.
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -130,14 +147,47 @@ class ServerHung(Exception):
     """The web server stopped answering (seen: SQLite 3.51.1's VFS deadlock, see README)."""
 
 
+class WorkerStuck(Exception):
+    """The worker exited, or did not write the vectors it was waiting for in time."""
+
+
 # An append answers in milliseconds; a minute of silence means the server is stuck, not slow.
 APPEND_TIMEOUT = 60.0
-# The first recall may embed a thousand pending turns inside the request.
-RECALL_TIMEOUT = 1800.0
+# The first recall loads the query embedder (and embeds at most services.RECALL_EMBED_LIMIT
+# stragglers): seconds, but a busy machine stretches a model load a long way.
+RECALL_TIMEOUT = 600.0
+# A session's turns are embedded a second or so after its last append; ten minutes means stuck.
+WORKER_TIMEOUT = 600.0
+# What the in-process sections queue can be tens of thousands of turns in a full run.
+BACKLOG_TIMEOUT = 3600.0
+# The worker imports Django and Celery and connects to the broker before it says "ready".
+WORKER_START_TIMEOUT = 120.0
+
+
+def production_env() -> dict[str, str]:
+    """The web server's and the worker's environment: this process's, in job mode as `make run` is.
+
+    A test run sets OTTO_COMPACTION=inline for itself; the HTTP figures are the production shape's.
+    """
+    return {**os.environ, "PYTHONUNBUFFERED": "1", "OTTO_COMPACTION": "job"}
+
+
+def terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not gone in 20 s."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=20)
 
 
 class WebServer:
-    """`manage.py runserver --noreload` on this process's OTTO_DATA_DIR: one process, pid known."""
+    """`manage.py runserver --noreload` (ours: TCP_NODELAY) on this process's OTTO_DATA_DIR, job mode.
+
+    One process, pid known.
+    """
 
     def __init__(self, token: str) -> None:
         self.token = token
@@ -147,7 +197,7 @@ class WebServer:
             [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
             + [f"127.0.0.1:{self.port}", "--noreload"],
             cwd=settings.BASE_DIR,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=production_env(),
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -208,13 +258,70 @@ class WebServer:
 
     def stop(self) -> None:
         self.kept.close()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=20)
+        terminate(self.process)
+        self.log.close()
+
+
+class Worker:
+    """A Celery worker as `manage.py serve` starts it, on this process's OTTO_DATA_DIR, in job mode.
+
+    `--pool threads` keeps it one process, so its pid is the one whose resident set is reported.
+    """
+
+    def __init__(self, *, concurrency: int = 2) -> None:
+        self.log = open(Path(settings.DATA_DIR) / "worker.log", "ab")
+        # Earlier workers of this run wrote to the same log: only this one's "ready" counts.
+        offset = self.log.seek(0, os.SEEK_END)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "ottoweb", "worker", "-l", "info", "--pool", "threads"]
+            + ["--concurrency", str(concurrency), "--without-gossip", "--without-mingle"]
+            + ["--without-heartbeat"],
+            cwd=settings.BASE_DIR,
+            env=production_env(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+        # Wait for it to consume, so its start-up (imports, broker connection) overlaps no figure.
+        deadline = time.monotonic() + WORKER_START_TIMEOUT
+        while time.monotonic() < deadline:
+            with open(self.log.name, "rb") as log:
+                log.seek(offset)
+                if b" ready." in log.read():
+                    return
+            if self.process.poll() is not None:
+                self.log.close()
+                raise CommandError(f"the worker exited; see {self.log.name}")
+            time.sleep(0.1)
+        self.stop()
+        raise CommandError(f"the worker did not start in {WORKER_START_TIMEOUT:.0f} s")
+
+    def settle(self, sessions: QuerySet[Session], *, timeout: float = WORKER_TIMEOUT) -> tuple[int, float]:
+        """Wait until every item of `sessions` has a vector and none of them has an unfinished job;
+        return how many items there are and the seconds it took.
+
+        Polls the database from this process: the worker writes the vectors, nothing reports back.
+        """
+        start = time.monotonic()
+        items = Item.objects.filter(session__in=sessions)
+        vectors = ItemVector.objects.filter(session__in=sessions)
+        jobs = Job.objects.filter(session__in=sessions).unfinished()
+        while True:
+            total, done = items.count(), vectors.count()
+            if done >= total and not jobs.exists():
+                return total, time.monotonic() - start
+            if self.process.poll() is not None:
+                raise WorkerStuck(
+                    f"the worker exited ({self.process.returncode}) with {done:,} of {total:,} turns "
+                    f"embedded; see {self.log.name}"
+                )
+            if time.monotonic() - start > timeout:
+                raise WorkerStuck(
+                    f"the worker embedded {done:,} of {total:,} turns in {timeout:.0f} s; see {self.log.name}"
+                )
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        terminate(self.process)  # a warm shutdown: Celery finishes the tasks it is running first
         self.log.close()
 
 
@@ -342,7 +449,8 @@ class Command(BaseCommand):
         figures["compaction_mode"] = settings.OTTO_COMPACTION
         self.emit(
             f"model {figures['model']}; budgets X={settings.OTTO_X_BUDGET} Y={settings.OTTO_Y_BUDGET}; "
-            f"appends compact {settings.OTTO_COMPACTION} (sessions for recall are built compacting inline)"
+            f"in-process appends compact {settings.OTTO_COMPACTION}, the web server and its worker job "
+            "(sessions for in-process recall are built compacting inline)"
         )
         figures["load_before"] = self.load("before")
         figures["append_engine"] = self.append_engine(scale)
@@ -378,26 +486,15 @@ class Command(BaseCommand):
         user, _ = get_user_model().objects.get_or_create(username="bench-load")
         _, token = services.issue_token(user=user, name="bench-load")
         server = WebServer(token)
-        log = open(Path(settings.DATA_DIR) / "worker.log", "ab")
-        worker = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ottoweb", "worker", "-l", "warning", "--pool", "threads"]
-            + ["--concurrency", "1", "--without-gossip", "--without-mingle", "--without-heartbeat"],
-            cwd=settings.BASE_DIR,
-            env={**os.environ, "OTTO_COMPACTION": "job"},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        worker: Worker | None = None
         try:
+            worker = Worker(concurrency=1)
             result = run_load(
                 f"http://127.0.0.1:{server.port}", token, clients=16, sessions=8, seconds=seconds
             )
         finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-            log.close()
+            if worker is not None:
+                worker.stop()
             server.stop()
         self.emit(f"concurrency (16 clients, 8 sessions, {seconds:.0f} s): {result.summary()}")
         return {
@@ -504,16 +601,39 @@ class Command(BaseCommand):
         self.line("append api", out["append_api"], "appends", "in-process test client, no socket")
 
         server = WebServer(token)
+        worker: Worker | None = None
         try:
+            worker = Worker()
+            if settings.OTTO_COMPACTION == "job":
+                # The in-process sections queued embedding (and compactions) for a worker that was not
+                # running yet; drained now, or the HTTP figures would pay for it.
+                queued, seconds = worker.settle(Session.objects.all(), timeout=BACKLOG_TIMEOUT)
+                out["worker_backlog"] = {"turns": queued, "s": round(seconds, 1)}
+                self.emit(
+                    f"worker backlog: {queued:,} turns of the in-process sections embedded in {seconds:.1f} s "
+                    "(before the HTTP appends, not timed with them)"
+                )
             server.expect(201, "POST", "/api/v1/sessions", {"id": "bench-http"})
             path = "/api/v1/sessions/bench-http/items"
             turns = chatter(2 * scale.http_appends, seed=4)
+            # The worker embeds these turns while the later ones are appended: on a small machine it
+            # competes with the server for the CPUs, so each line says how much it used meanwhile.
+            busy = cpu_s(worker.process.pid)
             times = [
                 timed(lambda r=role, t=text: server.expect(201, "POST", path, {"role": r, "text": t}))
                 for role, text in turns[: scale.http_appends]
             ]
             out["append_http"] = latency(times)
-            self.line("append http", out["append_http"], "appends", "runserver, a new connection per request")
+            used = cpu_s(worker.process.pid)
+            out["append_http"]["worker_cpu_s"] = round(used - busy, 1)
+            busy = used
+            self.line(
+                "append http",
+                out["append_http"],
+                "appends",
+                f"runserver, a new connection per request; the worker used "
+                f"{out['append_http']['worker_cpu_s']:.1f} CPU s meanwhile",
+            )
             times = [
                 timed(
                     lambda r=role, t=text: server.expect(
@@ -523,8 +643,22 @@ class Command(BaseCommand):
                 for role, text in turns[scale.http_appends :]
             ]
             out["append_http_keepalive"] = latency(times)
+            out["append_http_keepalive"]["worker_cpu_s"] = round(cpu_s(worker.process.pid) - busy, 1)
             self.line(
-                "append http keep-alive", out["append_http_keepalive"], "appends", "one reused connection"
+                "append http keep-alive",
+                out["append_http_keepalive"],
+                "appends",
+                f"one reused connection; the worker used "
+                f"{out['append_http_keepalive']['worker_cpu_s']:.1f} CPU s meanwhile",
+            )
+            # Embedding is off the request path: the appends scheduled it, the worker does it. Recall
+            # only once it is done, so the web process embeds queries and nothing else.
+            embedded, waited = worker.settle(Session.objects.filter(user=user, sid="bench-http"))
+            out["worker_embedding_http"] = {"turns": embedded, "s": round(waited, 2)}
+            self.emit(
+                f"worker embedding: {embedded:,} turns in {waited:.1f} s after the last HTTP append "
+                f"(every turn of the session has a vector; a task waits {services.EMBED_DELAY:g} s "
+                "to serve a whole burst)"
             )
             rss_before = vm_mb(server.process.pid, "VmRSS")
 
@@ -535,7 +669,7 @@ class Command(BaseCommand):
                 )
 
             asked = questions(scale.http_recalls + WARM_UP, seed=5)
-            # The first recall loads the model and embeds every pending turn inside the request.
+            # The first recall loads the query embedder: the web process has not needed it before.
             first = ask("bench-http", asked[0])
             for q in asked[1:WARM_UP]:
                 ask("bench-http", q)
@@ -546,16 +680,23 @@ class Command(BaseCommand):
                 out["recall_http"],
                 "recalls",
                 f"{2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
-                "(model load + embedding the pending turns)",
+                "(model load for the query embedder; the worker had embedded every turn)",
             )
             rss_one = vm_mb(server.process.pid, "VmRSS")
+            waits = []
             for n in range(scale.sessions):
                 sid = f"bench-http-{n}"
                 server.expect(201, "POST", "/api/v1/sessions", {"id": sid})
                 items = [{"role": r, "text": t} for r, t in chatter(50, seed=100 + n)]
                 server.expect(201, "POST", f"/api/v1/sessions/{sid}/items/batch", {"items": items})
+                waits.append(worker.settle(Session.objects.filter(user=user, sid=sid))[1])
                 for q in questions(3, seed=200 + n):
                     ask(sid, q)
+            out["worker_embedding_sessions"] = latency(waits)
+            self.emit(
+                f"worker embedding sessions: p50 {percentile(waits, 50):.1f} s, max {max(waits):.1f} s "
+                f"from a session's batch append of 50 turns until all had vectors ({len(waits)} sessions)"
+            )
             rss_many, peak = vm_mb(server.process.pid, "VmRSS"), vm_mb(server.process.pid, "VmHWM")
             out["rss_web_mb"] = {
                 "after_recalls": rss_one,
@@ -565,15 +706,27 @@ class Command(BaseCommand):
                 "peak": peak,
             }
             self.emit(
-                f"rss web: {rss_one} MB with the model loaded after serving recalls "
+                f"rss web: {rss_one} MB after serving recalls, embedding queries only "
                 f"({rss_before} MB before the first recall; {rss_many} MB after recalls on "
                 f"{scale.sessions + 1} sessions; peak {peak} MB)"
+            )
+            worker_rss, worker_peak = vm_mb(worker.process.pid, "VmRSS"), vm_mb(worker.process.pid, "VmHWM")
+            out["rss_worker_mb"] = {"after_embedding": worker_rss, "peak": worker_peak}
+            self.emit(
+                f"rss worker: {worker_rss} MB after embedding every turn of the {scale.sessions + 1} HTTP sessions "
+                f"(peak {worker_peak} MB; --pool threads, one process)"
             )
         except ServerHung as hung:
             # Report it and go on to the in-process figures: a stuck server must not stop the bench.
             out["server_hung"] = str(hung)
             self.emit(f"web server hung: {hung}; RSS {vm_mb(server.process.pid, 'VmRSS')} MB; see web.log")
+        except WorkerStuck as stuck:
+            # The same: the in-process figures do not need the worker.
+            out["worker_stuck"] = str(stuck)
+            self.emit(f"worker stuck: {stuck}")
         finally:
+            if worker is not None:
+                worker.stop()
             server.stop()
         return out
 
