@@ -56,6 +56,15 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
     folder = Path(lines[0].removeprefix("bench: private data folder "))
     assert not folder.exists()
     assert not folder.is_relative_to(settings.DATA_DIR)
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        # On the scale-out path the private store was a database of its own, dropped afterwards.
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres") as conn:
+            left = conn.execute(
+                "SELECT datname FROM pg_database WHERE datname LIKE 'otto_bench_%'"
+            ).fetchall()
+        assert left == []
 
 
 def test_bench_refuses_sizes_that_are_not_chunk_counts():

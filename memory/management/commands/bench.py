@@ -58,6 +58,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 from django.db.models import QuerySet
 from django.test import Client, override_settings
 
@@ -170,6 +171,29 @@ def production_env() -> dict[str, str]:
     A test run sets OTTO_COMPACTION=inline for itself; the HTTP figures are the production shape's.
     """
     return {**os.environ, "PYTHONUNBUFFERED": "1", "OTTO_COMPACTION": "job"}
+
+
+def postgres_admin(statement: str) -> None:
+    """Run `statement` on the PostgreSQL server of the configured database, outside any database."""
+    import psycopg
+
+    db = settings.DATABASES["default"]
+    with psycopg.connect(
+        host=db["HOST"],
+        port=db["PORT"],
+        user=db["USER"],
+        password=db["PASSWORD"],
+        dbname="postgres",
+        autocommit=True,
+    ) as conn:
+        conn.execute(statement)
+
+
+def private_postgres_database() -> str:
+    """A new, empty database beside the configured one, for the bench's private store."""
+    name = f"otto_bench_{os.getpid()}_{int(time.time())}"
+    postgres_admin(f'CREATE DATABASE "{name}"')
+    return name
 
 
 def terminate(process: subprocess.Popen[bytes]) -> None:
@@ -382,6 +406,9 @@ class Command(BaseCommand):
             if not (k in DERIVED_ENV and v.startswith(str(settings.DATA_DIR)))
         }
         env.update({"OTTO_DATA_DIR": str(folder), CHILD_FLAG: str(folder), "PYTHONUNBUFFERED": "1"})
+        database = private_postgres_database() if connection.vendor == "postgresql" else None
+        if database is not None:
+            env["OTTO_PG_NAME"] = database  # on the scale-out path the private store is a database
         argv = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "bench"]
         argv += ["--sizes", ",".join(map(str, sizes))]
         argv += ["--quick"] if quick else []
@@ -405,9 +432,12 @@ class Command(BaseCommand):
                 raise CommandError(f"the benchmark process failed (exit {child.returncode})")
         finally:
             if keep_data:
-                self.stdout.write(f"bench: data kept in {folder}")
+                kept = f" and PostgreSQL database {database}" if database else ""
+                self.stdout.write(f"bench: data kept in {folder}{kept}")
             else:
                 shutil.rmtree(folder, ignore_errors=True)
+                if database is not None:
+                    postgres_admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
     # --- the child: every figure ----------------------------------------------------------------------
 
@@ -537,7 +567,12 @@ class Command(BaseCommand):
             for role, text in chatter(scale.service_appends, seed=2)
         ]
         stats = latency(times)
-        self.line("append service", stats, "appends", "services.append_items on SQLite, one item a call")
+        self.line(
+            "append service",
+            stats,
+            "appends",
+            f"services.append_items on {connection.vendor}, one item a call",
+        )
         return stats
 
     def compaction(self, scale: Scale, user: Any) -> tuple[dict[str, Any], dict[str, Any]]:
