@@ -44,12 +44,7 @@ test: setup lint browser-deps
 	$(BIN)/python manage.py check --fail-level ERROR
 	$(BIN)/python -m pytest
 
-# The suite again on the scale-out path: PostgreSQL on 127.0.0.1:5432, Celery on Redis, two workers.
-# Left out here (they run in `make test`): tests that drive SQLite files themselves (read-only and
-# full-disk faults), and those that start extra server processes expecting one database per data
-# folder (browser flows, bench, load/crash, the loopback-bind check) — see README "Reliability".
-PG_ONLY_SQLITE := --ignore=tests/browser --ignore=tests/reliability/test_storage_faults.py \
-	--ignore=tests/memory/test_bench.py --ignore=tests/reliability/test_load_and_crash.py \
-	--deselect tests/reliability/test_authorization.py::test_serve_given_only_a_port_listens_on_loopback_only
+# The whole suite again on the scale-out path: PostgreSQL on 127.0.0.1:5432, Celery on Redis, two
+# workers. Live processes get a database each; the storage faults are made on PostgreSQL and Redis.
 test-postgres: setup
-	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest $(PG_ONLY_SQLITE)
+	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest

@@ -11,7 +11,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import closing
 from pathlib import Path
+from typing import Any
+
+# The SQLite the server runs (ottoweb/db), so the test reads its files with the same library.
+from pysqlite3 import dbapi2 as sqlite3  # type: ignore[import-untyped]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -25,7 +30,9 @@ def free_port() -> int:
 class Instance:
     """One ottoweb instance: its own data dir, migrated, with a token for user `alice`."""
 
-    def __init__(self, data_dir: Path, **env: str) -> None:
+    def __init__(self, data_dir: Path, *, tablespace: str | None = None, **env: str) -> None:
+        """`env` overrides the environment (DB=postgres gives the instance its own PostgreSQL
+        database, placed in `tablespace` when one is named)."""
         self.data_dir = data_dir
         self.env = {
             **os.environ,
@@ -40,7 +47,8 @@ class Instance:
         if self.env.get("DB") == "postgres":
             # Each instance gets its own database, as a second deployment would.
             self.database = f"otto_live_{self.port}"
-            _postgres(f'CREATE DATABASE "{self.database}"')
+            placed = f' TABLESPACE "{tablespace}"' if tablespace else ""
+            postgres(f'CREATE DATABASE "{self.database}"{placed}')
             self.env["OTTO_PG_NAME"] = self.database
         self.web: subprocess.Popen[bytes] | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -59,6 +67,20 @@ class Instance:
         if done.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed: {done.stderr[-2000:]}")
         return done.stdout
+
+    def read(self, sql: str, *params: object) -> list[tuple[Any, ...]]:
+        """Rows of one query straight from the instance's database, as the server's storage holds them.
+
+        `?` marks a parameter on both backends. A read-only connection of its own: a SQLite reader
+        (WAL) and a PostgreSQL snapshot (MVCC) never block the server, nor wait for it.
+        """
+        if self.database is None:
+            db = Path(self.env["OTTO_DATA_DIR"]) / "ottoweb.sqlite3"
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as connection:
+                return connection.execute(sql, params).fetchall()
+        with postgres_connection(self.database) as connection:
+            connection.read_only = True
+            return connection.execute(sql.replace("?", "%s"), params).fetchall()  # type: ignore[arg-type]
 
     @property
     def url(self) -> str:
@@ -158,12 +180,18 @@ class Instance:
         self.kill_workers()
         self.kill_web()
         if self.database:
-            _postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
+            postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
             self.database = None
 
 
-def _postgres(statement: str) -> None:
-    import psycopg
+def postgres_connection(dbname: str = "postgres", *, autocommit: bool = False) -> Any:
+    """A psycopg connection to the test PostgreSQL server (the one settings.py uses under DB=postgres)."""
+    import psycopg  # only the DB=postgres runs need it
 
-    with psycopg.connect(host="127.0.0.1", user="postgres", dbname="postgres", autocommit=True) as conn:
+    return psycopg.connect(host="127.0.0.1", user="postgres", dbname=dbname, autocommit=autocommit)
+
+
+def postgres(statement: str) -> None:
+    """One statement on the server's maintenance database (creating and dropping databases)."""
+    with postgres_connection(autocommit=True) as conn:
         conn.execute(statement)

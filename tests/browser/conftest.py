@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -118,15 +116,13 @@ class Live:
         return answer  # type: ignore[return-value]
 
     def unfinished_jobs(self, sid: str) -> int:
-        # Read straight from the instance's SQLite file (WAL: a reader never blocks the server).
-        with closing(
-            sqlite3.connect(f"file:{self.instance.data_dir / 'ottoweb.sqlite3'}?mode=ro", uri=True)
-        ) as db:
-            (count,) = db.execute(
-                "SELECT count(*) FROM memory_job j JOIN memory_session s ON s.id = j.session_id "
-                "WHERE s.sid = ? AND j.status IN ('queued', 'running')",
-                (sid,),
-            ).fetchone()
+        # Straight from the instance's database (SQLite or PostgreSQL): the API has no per-session
+        # job list, and this read never blocks the server.
+        ((count,),) = self.instance.read(
+            "SELECT count(*) FROM memory_job j JOIN memory_session s ON s.id = j.session_id "
+            "WHERE s.sid = ? AND j.status IN ('queued', 'running')",
+            sid,
+        )
         return int(count)
 
     def wait_for_jobs(self, sid: str, timeout: float = 120) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import socket
 
+import pytest
 from django.core.management import get_commands
 from django.core.servers.basehttp import WSGIRequestHandler
+from django.db import connections
 
 from ottoweb.management.commands.runserver import NoDelayWSGIServer
 
@@ -27,4 +29,23 @@ def test_accepted_connections_have_nagle_off():
         finally:
             client.close()
     finally:
+        server.server_close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_finished_request_leaves_no_database_connection_open():
+    """Each request has a thread of its own; a connection it leaves open lingers until garbage
+    collection, and PostgreSQL ran out of connections under 16 clients."""
+    server = NoDelayWSGIServer(("127.0.0.1", 0), WSGIRequestHandler)
+    client = socket.create_connection(server.server_address)
+    try:
+        accepted, _ = server.get_request()
+        connections["default"].ensure_connection()
+        assert connections["default"].connection is not None
+
+        server.close_request(accepted)
+
+        assert connections["default"].connection is None
+    finally:
+        client.close()
         server.server_close()

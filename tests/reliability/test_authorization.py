@@ -28,7 +28,7 @@ from memory import services
 from memory.models import ApiToken, Bullet, Job
 from ottoweb.api import api
 from tests.conftest import ApiClient
-from tests.live import ROOT, free_port
+from tests.live import ROOT, Instance
 from tests.reliability.snapshot import all_rows
 
 pytestmark = pytest.mark.django_db
@@ -305,13 +305,14 @@ def listening_addresses(port: int) -> set[str]:
 
 
 def test_serve_given_only_a_port_listens_on_loopback_only(tmp_path):
-    port = free_port()
-    env = {**os.environ, "OTTO_DATA_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    # A migrated database of its own (under DB=postgres a PostgreSQL database, dropped afterwards),
+    # never the shared default one. The command line names the port only, no address.
+    instance = Instance(tmp_path)
+    port = instance.port
     server = subprocess.Popen(
         [sys.executable, "manage.py", "serve", str(port), "--no-worker"],
         cwd=ROOT,
-        env=env,
+        env=instance.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -324,3 +325,4 @@ def test_serve_given_only_a_port_listens_on_loopback_only(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
+        instance.close()

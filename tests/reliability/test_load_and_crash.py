@@ -13,6 +13,8 @@ from memory.loadgen import run_load
 from tests.live import Instance
 
 pytestmark = pytest.mark.slow
+# The scale-out run (`make test-postgres`) runs two workers: the job claim keeps them apart.
+WORKERS = int(os.environ.get("OTTO_TEST_WORKERS", "1"))
 
 # Every item row has a distinct position; every archived item is cited by a live bullet; every
 # live hash ref names a chunk. Then each session's texts in position order.
@@ -56,7 +58,8 @@ def test_sixteen_clients_for_sixty_seconds_lose_nothing_and_see_no_5xx(tmp_path)
     instance = Instance(tmp_path / "data", OTTO_COMPACTION="job")
     try:
         instance.start_web()
-        instance.start_worker()
+        for _ in range(WORKERS):
+            instance.start_worker()
         result = run_load(instance.url, instance.token, clients=16, sessions=8, seconds=seconds)
         # Let the worker finish what the load queued before auditing.
         time.sleep(2)
@@ -83,7 +86,8 @@ def test_sigkill_at_random_points_never_loses_an_acknowledged_append(tmp_path):
     instance = Instance(tmp_path / "data", OTTO_COMPACTION="job")
     acknowledged: list[str] = []
     instance.start_web()
-    instance.start_worker()
+    for _ in range(WORKERS):
+        instance.start_worker()
     instance.request("POST", "/api/v1/sessions", {"id": "crash", "x_budget": 80, "y_budget": 250})
     try:
         for round_number in range(5):
@@ -119,7 +123,8 @@ def test_sigkill_at_random_points_never_loses_an_acknowledged_append(tmp_path):
             if instance.web is None:
                 instance.start_web()
             if not instance.workers:
-                instance.start_worker()
+                for _ in range(WORKERS):
+                    instance.start_worker()
         time.sleep(3)
         stored = audit(instance)["crash"]
     finally:

@@ -2,27 +2,47 @@
 the client can act on (never a 500 HTML page), reads still answered where the database can be read,
 and nothing half-written — the database afterwards holds exactly what it held before.
 
-The read-only database is the data folder bind-mounted read-only; the full disk is a 16 MB tmpfs
-filled with a file. Both need root (as `make test` runs here and in CI).
+Each fault is made on the backend the run uses (`make test`: SQLite and the filesystem broker;
+`make test-postgres`: PostgreSQL and Redis), so both runs prove the same answers:
+
+- read-only: SQLite's data folder bind-mounted read-only; PostgreSQL's database set to
+  default_transaction_read_only (every write then fails as on a hot standby);
+- full disk: a 16 MB tmpfs filled with a file, holding SQLite's data folder or the PostgreSQL
+  tablespace the instance's database lives in (the server runs on this machine);
+- full broker: the filesystem broker's message folder on a full tmpfs, or a Redis of the test's own
+  at its memory limit.
+
+Mounting needs root (as `make test` runs here and in CI).
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
+from django.conf import settings
 from django.db import OperationalError
 
-# pysqlite3 is the SQLite the server runs (ottoweb/db); the test reads the file with it directly.
+# pysqlite3 is the SQLite the server runs (ottoweb/db); the test opens the file with it directly.
 from pysqlite3 import dbapi2 as sqlite  # type: ignore[import-untyped]
 
 from memory import services
 from memory.engine.hashing import content_hash
 from memory.models import Item
-from tests.live import Instance
+from tests.live import Instance, free_port, postgres, postgres_connection
+
+POSTGRES = os.environ.get("DB") == "postgres"
+REDIS = os.environ.get("CELERY_BROKER_URL", "").startswith("redis://")
 
 TURNS = [
     {"role": "user" if n % 2 == 0 else "assistant", "text": f"Turn {n}: the deploy is green."}
@@ -46,24 +66,44 @@ def umount(target: Path) -> None:
     subprocess.run(command, check=False, capture_output=True)
 
 
-def table_rows(db: Path) -> dict[str, list[str]]:
-    """Every row of every real table (virtual tables are read through their shadow tables)."""
-    connection = sqlite.connect(db)
+def table_rows(instance: Instance) -> dict[str, list[str]]:
+    """Every row of every real table of the instance's database (SQLite's virtual tables are read
+    through their shadow tables)."""
+    if instance.database is not None:
+        return rows_of(instance.read, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    # A connection as the server opens them, not a read-only one: the last to close checkpoints and
+    # removes the WAL, so the server's next write has to create it again, as when no test looks (a
+    # read-only reader would leave the WAL, and the room in it, behind on the full disk).
+    connection = sqlite.connect(Path(instance.env["OTTO_DATA_DIR"]) / "ottoweb.sqlite3")
     try:
-        names = [
-            name
-            for (name,) in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'"
-            )
-        ]
-        # The audit trail records refused requests too, by design (its row counter with it).
-        return {
-            name: sorted(repr(r) for r in connection.execute(f'SELECT * FROM "{name}"') if AUDIT not in r)
-            for name in names
-            if name != AUDIT
-        }
+        return rows_of(
+            connection.execute,
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL TABLE%'",
+        )
     finally:
         connection.close()
+
+
+def rows_of(query: Callable[[str], Iterable[tuple[Any, ...]]], tables: str) -> dict[str, list[str]]:
+    names = [name for (name,) in query(tables)]
+    # The audit trail records refused requests too, by design (SQLite's row counter for it with it).
+    return {
+        name: sorted(repr(r) for r in query(f'SELECT * FROM "{name}"') if AUDIT not in r)
+        for name in names
+        if name != AUDIT
+    }
+
+
+def write(instance: Instance, statement: str) -> None:
+    """One statement on the instance's database while its server is stopped."""
+    if instance.database is None:
+        connection = sqlite.connect(Path(instance.env["OTTO_DATA_DIR"]) / "ottoweb.sqlite3")
+        connection.execute(statement)
+        connection.commit()
+        connection.close()
+    else:
+        with postgres_connection(instance.database) as connection:
+            connection.execute(statement)
 
 
 AUDIT = "memory_auditentry"
@@ -140,24 +180,10 @@ def big_document(instance: Instance) -> dict:
     return document
 
 
-@pytest.fixture
-def read_only(tmp_path):
-    """An instance with memory in it, then served again from a read-only bind mount of its folder."""
-    data, view = tmp_path / "data", tmp_path / "ro"
-    view.mkdir()
-    instance = Instance(data)
-    instance.start_web()
-    fill_with_memory(instance)
-    document = big_document(instance)
-    context = instance.request("GET", "/api/v1/sessions/s/context")
-    instance.kill_web()
+def sqlite_read_only(instance: Instance, view: Path) -> None:
+    """Serve the instance from a read-only bind mount (at `view`) of its data folder."""
+    data = instance.data_dir
     db = data / "ottoweb.sqlite3"
-    # The token's last use is long ago, so the next call tries to record it (a write).
-    connection = sqlite.connect(db)
-    connection.execute("UPDATE memory_apitoken SET last_used_at = '2000-01-01 00:00:00'")
-    connection.commit()
-    connection.close()
-    before = table_rows(db)
     # A WAL database opens read-only only with its -wal and -shm files in place: leave them, as a
     # process that dies holding the database does.
     subprocess.run(
@@ -169,19 +195,51 @@ def read_only(tmp_path):
         ],
         check=True,
     )
+    view.mkdir()
     mount("--bind", str(data), str(view))
     mount("-o", "remount,bind,ro", str(view))
-    instance.data_dir = tmp_path  # the server's log cannot go into the read-only folder
+    instance.data_dir = view.parent  # the server's log cannot go into the read-only folder
     instance.env["OTTO_DATA_DIR"] = str(view)
+
+
+def postgres_read_only(database: str) -> None:
+    """Make every transaction of `database` read-only: each write then fails with "cannot execute
+    INSERT in a read-only transaction", the error a hot standby gives."""
+    postgres(f'ALTER DATABASE "{database}" SET default_transaction_read_only = on')
+    # The setting reaches new sessions only: end any still open (none, with the server stopped).
+    postgres(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        f"WHERE datname = '{database}' AND pid <> pg_backend_pid()"
+    )
+
+
+@pytest.fixture
+def read_only(tmp_path):
+    """An instance with memory in it, then served again from a database it can only read."""
+    instance = Instance(tmp_path / "data")
+    view = tmp_path / "ro"
     try:
-        yield instance, document, context, before, db
+        instance.start_web()
+        fill_with_memory(instance)
+        document = big_document(instance)
+        context = instance.request("GET", "/api/v1/sessions/s/context")
+        instance.kill_web()
+        # The token's last use is long ago, so the next call tries to record it (a write).
+        write(instance, "UPDATE memory_apitoken SET last_used_at = '2000-01-01 00:00:00'")
+        before = table_rows(instance)
+        if instance.database is None:
+            sqlite_read_only(instance, view)
+        else:
+            postgres_read_only(instance.database)
+        yield instance, document, context, before
     finally:
         instance.close()
-        umount(view)
+        if view.exists():
+            umount(view)
 
 
 def test_a_read_only_database_answers_reads_and_refuses_writes_with_503(read_only):
-    instance, document, context, before, db = read_only
+    instance, document, context, before = read_only
     instance.start_web()
 
     read = instance.request("GET", "/api/v1/sessions/s/context")
@@ -198,11 +256,11 @@ def test_a_read_only_database_answers_reads_and_refuses_writes_with_503(read_onl
     for answer in refused + small:
         expect_503(answer, "db_read_only", "the database is read-only")
     instance.kill_web()
-    assert table_rows(db) == before
+    assert table_rows(instance) == before
 
 
-@pytest.fixture
-def small_disk(tmp_path):
+@contextmanager
+def sqlite_on_small_disk(tmp_path: Path) -> Iterator[tuple[Instance, Path]]:
     """An instance whose data folder is a 16 MB tmpfs (model and tokenizer caches kept outside)."""
     disk, side = tmp_path / "disk", tmp_path / "side"
     disk.mkdir()
@@ -222,6 +280,46 @@ def small_disk(tmp_path):
         umount(disk)
 
 
+@contextmanager
+def postgres_on_small_disk(tmp_path: Path) -> Iterator[tuple[Instance, Path]]:
+    """An instance whose PostgreSQL database lives in a tablespace on a 16 MB tmpfs.
+
+    The server writes its WAL on its own disk, so only the database's tables and indexes run out
+    of room, as when the volume of a tablespace fills up.
+    """
+    with postgres_connection() as connection:
+        (server_data,) = connection.execute("SHOW data_directory").fetchone()
+    # The tablespace folder must belong to the server's OS user: the owner of its data directory.
+    assert Path(server_data).is_dir(), "the disk-full test needs the PostgreSQL server on this machine"
+    owner = os.stat(server_data)
+    # Somewhere the server's user can reach (pytest's tmp_path is private to root).
+    disk = Path(tempfile.mkdtemp(prefix="otto-pg-disk-"))
+    disk.chmod(0o755)
+    mount("-t", "tmpfs", "-o", "size=16m,mode=0755", "tmpfs", str(disk))
+    tablespace = f"otto_disk_{secrets.token_hex(4)}"
+    instance = None
+    try:
+        folder = disk / "tablespace"
+        folder.mkdir(mode=0o700)
+        os.chown(folder, owner.st_uid, owner.st_gid)
+        postgres(f"CREATE TABLESPACE \"{tablespace}\" LOCATION '{folder}'")
+        instance = Instance(tmp_path / "data", tablespace=tablespace)
+        yield instance, disk
+    finally:
+        if instance is not None:
+            instance.close()
+        postgres(f'DROP TABLESPACE IF EXISTS "{tablespace}"')
+        umount(disk)
+        disk.rmdir()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    on_small_disk = postgres_on_small_disk if POSTGRES else sqlite_on_small_disk
+    with on_small_disk(tmp_path) as (instance, disk):
+        yield instance, disk
+
+
 def fill_disk(disk: Path, leave: int) -> Path:
     """Take all of the disk's free space but `leave` bytes, with one file."""
     stats = os.statvfs(disk)
@@ -237,48 +335,61 @@ def test_a_full_disk_refuses_writes_with_503_and_half_writes_nothing(small_disk)
     instance.start_web()
     fill_with_memory(instance)
     document = big_document(instance)
-    db = instance.data_dir / "ottoweb.sqlite3"
     context = instance.request("GET", "/api/v1/sessions/s/context")
-    before = table_rows(db)
+    before = table_rows(instance)
 
     # Nearly full: 128 KB are left, enough for reads and none of these writes.
     filler = fill_disk(disk, leave=128 * 1024)
     refused = [instance.request(method, path, body) for method, path, body in writes(document)]
     read = instance.request("GET", "/api/v1/sessions/s/context")
-    # Completely full: even a one-line write is refused. A read is answered, unless SQLite has to
-    # create its shared-memory file for it (no connection holds the database open): then it too is
-    # a clear 503.
     filler.unlink()
+    after_refused = table_rows(instance)
+    # Completely full: a one-line append. A read is answered, unless SQLite has to create its
+    # shared-memory file for it (no connection holds the database open): then it too is a clear 503.
     filler = fill_disk(disk, leave=0)
     small = instance.request("POST", "/api/v1/sessions/s/items", {"role": "user", "text": "one more"})
     full_read = instance.request("GET", "/api/v1/sessions/s/context")
     filler.unlink()
-    after = table_rows(db)
+    after = table_rows(instance)
+    settled = instance.request("GET", "/api/v1/sessions/s/context")
     retried = instance.request("POST", "/api/v1/sessions/s/items/batch", BIG_BATCH)
 
     for answer in refused:
         expect_503(answer, "db_full", "the database's disk is full")
     assert read == context
-    assert small in [
-        (503, {"detail": DETAIL.format("the database's disk is full"), "code": "db_full"}),
-        (503, {"detail": DETAIL.format("the database cannot be used"), "code": "db_unavailable"}),
-    ]
+    assert after_refused == before
+    # SQLite refuses even the one-line append (its WAL has to grow on the full disk). PostgreSQL
+    # writes its WAL on the server's own disk and puts a small row in a page the table already
+    # has, so there the append may be accepted: then whole, right after the last good turn.
+    one_more: list[str] = []
+    if small[0] == 201:
+        assert (instance.database is not None, small[1]["position"]) == (True, len(TURNS))  # type: ignore[index]
+        one_more = ["one more"]
+    else:
+        assert small in [
+            (503, {"detail": DETAIL.format("the database's disk is full"), "code": "db_full"}),
+            (503, {"detail": DETAIL.format("the database cannot be used"), "code": "db_unavailable"}),
+        ]
+        assert (after, settled) == (before, context)
     assert full_read in [
-        context,
+        settled,
         (503, {"detail": DETAIL.format("the database cannot be used"), "code": "db_unavailable"}),
     ]
-    assert after == before
     # The same write, once there is room: accepted whole, positions right after the last good one.
+    start = len(TURNS) + len(one_more)
     assert retried[0] == 201
-    assert [item["position"] for item in retried[1]["items"]] == list(range(len(TURNS), len(TURNS) + 20))
+    assert [item["position"] for item in retried[1]["items"]] == list(range(start, start + 20))  # type: ignore[index]
     status, final = instance.request("GET", "/api/v1/sessions/s/context")
     texts = [t["text"] for t in final["y_raw"] + final["x"]]  # type: ignore[index]
-    assert (status, texts) == (200, [t["text"] for t in TURNS] + [i["text"] for i in BIG_BATCH["items"]])
+    assert (status, texts) == (
+        200,
+        [t["text"] for t in TURNS] + one_more + [i["text"] for i in BIG_BATCH["items"]],
+    )
 
 
-@pytest.fixture
-def full_broker(tmp_path):
-    """Jobs go to the worker (OTTO_COMPACTION=job) through a message folder on a full 64 KB tmpfs."""
+@contextmanager
+def full_message_folder(tmp_path: Path) -> Iterator[Instance]:
+    """The filesystem broker's message folder on a full 64 KB tmpfs."""
     instance = Instance(tmp_path / "data", OTTO_COMPACTION="job")
     messages = instance.data_dir / "broker" / "out"
     mount("-t", "tmpfs", "-o", "size=64k", "tmpfs", str(messages))
@@ -288,6 +399,49 @@ def full_broker(tmp_path):
     finally:
         instance.close()
         umount(messages)
+
+
+@contextmanager
+def full_redis(tmp_path: Path) -> Iterator[Instance]:
+    """A Redis of the test's own (the shared one stays untouched) that is over its memory limit:
+    every write, a message sent included, fails with "OOM command not allowed"."""
+    port = free_port()
+    server = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--dir", str(tmp_path), "--maxmemory", "1", "--maxmemory-policy", "noeviction"],
+        stdout=subprocess.DEVNULL,
+    )
+    instance = None
+    try:
+        client = redis.Redis(host="127.0.0.1", port=port)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            client.set("probe", "x")
+        instance = Instance(
+            tmp_path / "data", OTTO_COMPACTION="job", CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0"
+        )
+        yield instance
+    finally:
+        if instance is not None:
+            instance.close()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@pytest.fixture
+def full_broker(tmp_path):
+    """Jobs go to the worker (OTTO_COMPACTION=job) through a broker that can take no message: the
+    broker of the run (filesystem, or Redis in the scale-out run)."""
+    with (full_redis if REDIS else full_message_folder)(tmp_path) as instance:
+        yield instance
 
 
 def test_a_full_broker_disk_still_acknowledges_the_committed_append(full_broker):
@@ -313,7 +467,11 @@ def test_a_full_broker_disk_still_acknowledges_the_committed_append(full_broker)
     assert (status, texts) == (200, [f"turn {n} " * 6 for n in range(8)])
 
 
-@pytest.mark.django_db(transaction=True)
+# Real commits, so on_commit callbacks run. Naming the apps makes the flush after the test truncate
+# with CASCADE: on PostgreSQL, memory_item_fts_pg (the keyword index, a table no model declares)
+# references memory_item, and a plain TRUNCATE of memory_item is refused. (Nothing here needs the
+# content types and permissions that flush then does not recreate.)
+@pytest.mark.django_db(transaction=True, available_apps=list(settings.INSTALLED_APPS))
 def test_vectors_that_cannot_be_written_after_commit_do_not_fail_the_append(alice_api, monkeypatch):
     """Inline compaction writes vectors after its commit; a database fault there is logged only.
 
