@@ -58,11 +58,11 @@ def _hash_key(h: str) -> int:
 
 
 @lru_cache(maxsize=16)
-def _citations(session_pk: int, kind: str, generation: int) -> dict[int, int | tuple[int, ...]]:
+def _citations(session_pk: int, kind: str, version: tuple[int, int]) -> dict[int, int | tuple[int, ...]]:
     """Every hash a live bullet cites → that bullet's id (ids, when several cite it).
 
-    Keyed by generation: a compaction replaces the live bullets and bumps the generation, so a
-    stale index is never read. One load per generation instead of one per recall: a person's turns
+    Keyed by `_version`: a compaction replaces the live bullets and bumps it, so a stale index is
+    never read. One load per generation instead of one per recall: a person's turns
     stay live bullets forever, 25,000 of them in a 50,000-turn session.
     """
     rows = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
@@ -80,9 +80,15 @@ def _citations(session_pk: int, kind: str, generation: int) -> dict[int, int | t
     return index
 
 
-def _generation(session: Session, kind: str) -> int:
+def _version(session: Session, kind: str) -> tuple[int, int]:
+    """What the per-generation caches are keyed by: the generation, and the newest bullet's id.
+
+    The generation alone is not enough: a reset starts it again at 0, and the next compaction's
+    generation 1 would find the index of the generation 1 before the reset. Bullet ids only grow.
+    """
     state = TierState.objects.filter(session=session, kind=kind).values_list("generation", flat=True).first()
-    return int(state or 0)
+    newest = Bullet.objects.filter(session=session).order_by("-pk").values_list("pk", flat=True).first()
+    return int(state or 0), int(newest or 0)
 
 
 def _candidates(session: Session, kind: str, item_ids: Sequence[int]) -> dict[int, int]:
@@ -92,7 +98,7 @@ def _candidates(session: Session, kind: str, item_ids: Sequence[int]) -> dict[in
     )
     if kind == "context":
         return {pk: position for pk, position, _, _ in rows}
-    cited = _citations(session.pk, kind, _generation(session, kind))
+    cited = _citations(session.pk, kind, _version(session, kind))
     return {
         pk: position for pk, position, tier, h in rows if tier in (TIER_X, TIER_Y) or _hash_key(h) in cited
     }
@@ -136,8 +142,8 @@ def _keyword(session: Session, kind: str, query: str, limit: int) -> list[tuple[
 
 
 @lru_cache(maxsize=256)
-def _archived_speakers(session_pk: int, kind: str, generation: int) -> frozenset[str]:
-    # Archived items only change when a compaction archives more, which bumps the generation.
+def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> frozenset[str]:
+    # History's archived items only change when a compaction archives more, which bumps the version.
     names = (
         Item.objects.filter(session_id=session_pk, kind=kind, tier=TIER_ARCHIVED)
         .exclude(meta__speaker=None)
@@ -156,9 +162,11 @@ def _speakers_named(session: Session, kind: str, query: str) -> set[str]:
         .exclude(meta__speaker=None)
         .values_list("meta__speaker", flat=True)
     )
-    names = _archived_speakers(session.pk, kind, _generation(session, kind)) | {
-        n for n in pending if isinstance(n, str)
-    }
+    version: tuple[int, ...] = _version(session, kind)
+    if kind != "history":
+        # Context is archived as it arrives, with no compaction to move the version on.
+        version = (*version, Item.objects.of_kind(session, kind).count())
+    names = _archived_speakers(session.pk, kind, version) | {n for n in pending if isinstance(n, str)}
     return {n for n in names if n.lower() in words}
 
 
@@ -246,7 +254,7 @@ def _bullets(
     if not order or limit <= 0:
         return [], 0
     rank = {h: i for i, h in reversed(list(enumerate(order)))}
-    cited = _citations(session.pk, "history", _generation(session, "history"))
+    cited = _citations(session.pk, "history", _version(session, "history"))
     ids: set[int] = set()
     for h in rank:
         found = cited.get(_hash_key(h))

@@ -7,7 +7,7 @@ import pytest
 from memory import services
 from memory.engine import tokens
 from memory.engine.embeddings import WordLlamaBackend
-from memory.models import ItemVector, Session
+from memory.models import Bullet, ItemVector, Session
 from memory.services import NewItem
 from tests.engine.conftest import synthetic_turns
 
@@ -251,3 +251,25 @@ def test_in_job_mode_a_recall_embeds_only_a_few_stragglers_and_still_finds_the_r
     returned = [t["text"] for p in answer["results"]["history"] for t in p["turns"]]
     assert FACT in returned  # the last turn has no vector yet: its words found it
     assert answer["degraded"] is None
+
+
+def test_after_a_reset_the_next_generation_s_bullets_are_cited_not_a_cached_index_of_the_old_ones(
+    alice, alice_api
+):
+    """A reset starts the generation count again; recall's per-generation index must not survive it."""
+    session = services.create_session(user=alice, sid="again", x_budget=60, y_budget=200)
+
+    def compacted_once(label):
+        turns = [("assistant", f"{label} run {n}: the {label} cache warmed shard {n}.") for n in range(30)]
+        fill(session, turns)
+        assert session.tier_states.get(kind="history").generation >= 1
+        return recall(alice_api, "again", query=f"{label} cache shard 3")
+
+    before = compacted_once("alpha")
+    assert before["bullets"]
+    services.reset_session(session=session, mode="all")
+    after = compacted_once("beta")
+
+    live = set(Bullet.objects.filter(session=session, superseded=False).values_list("pk", flat=True))
+    assert after["bullets"] and {b["id"] for b in after["bullets"]} <= live
+    assert all("beta" in b["text"] for b in after["bullets"])
