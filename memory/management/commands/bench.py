@@ -196,7 +196,7 @@ def private_postgres_database() -> str:
     return name
 
 
-def terminate(process: subprocess.Popen[bytes]) -> None:
+def terminate(process: subprocess.Popen[Any]) -> None:
     """SIGTERM, then SIGKILL if it has not gone in 20 s."""
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
@@ -381,6 +381,9 @@ class Command(BaseCommand):
             raise CommandError(f"--sizes takes comma-separated chunk counts, not {spec!r}") from None
         if not parsed or min(parsed) < 10:
             raise CommandError("every size must be at least 10 chunks")
+        # A terminated bench unwinds (its finally blocks stop the server and the worker, remove the
+        # data) instead of leaving them running.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         if os.environ.get(CHILD_FLAG) == str(settings.DATA_DIR):
             self.measure(sizes=parsed, **options)
         else:
@@ -416,6 +419,7 @@ class Command(BaseCommand):
         argv += ["--load", str(load)] if load else []
         argv += ["--json", str(Path(json_out).resolve())] if json_out else []
         self.stdout.write(f"bench: private data folder {folder}")
+        child: subprocess.Popen[str] | None = None
         try:
             child = subprocess.Popen(
                 argv,
@@ -431,6 +435,8 @@ class Command(BaseCommand):
             if child.wait() != 0:
                 raise CommandError(f"the benchmark process failed (exit {child.returncode})")
         finally:
+            if child is not None:
+                terminate(child)  # stopped early: the child stops its server and worker on SIGTERM
             if keep_data:
                 kept = f" and PostgreSQL database {database}" if database else ""
                 self.stdout.write(f"bench: data kept in {folder}{kept}")
