@@ -30,7 +30,6 @@ from typing import Any
 
 import pytest
 import redis
-from django.conf import settings
 from django.db import OperationalError
 
 # pysqlite3 is the SQLite the server runs (ottoweb/db); the test opens the file with it directly.
@@ -467,11 +466,8 @@ def test_a_full_broker_disk_still_acknowledges_the_committed_append(full_broker)
     assert (status, texts) == (200, [f"turn {n} " * 6 for n in range(8)])
 
 
-# Real commits, so on_commit callbacks run. Naming the apps makes the flush after the test truncate
-# with CASCADE: on PostgreSQL, memory_item_fts_pg (the keyword index, a table no model declares)
-# references memory_item, and a plain TRUNCATE of memory_item is refused. (Nothing here needs the
-# content types and permissions that flush then does not recreate.)
-@pytest.mark.django_db(transaction=True, available_apps=list(settings.INSTALLED_APPS))
+# Real commits, so on_commit callbacks run.
+@pytest.mark.django_db(transaction=True)
 def test_vectors_that_cannot_be_written_after_commit_do_not_fail_the_append(alice_api, monkeypatch):
     """Inline compaction writes vectors after its commit; a database fault there is logged only.
 
