@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 
 import pysqlite3  # type: ignore[import-untyped]
 import pysqlite3.dbapi2  # type: ignore[import-untyped]
@@ -28,12 +29,25 @@ PRAGMAS = (
 )
 
 
+# SQLite 3.51.1 (what pysqlite3-binary 0.5.4.post2, the newest wheel, bundles) can deadlock when
+# one thread opens a connection to a file while another closes one (a lock-order inversion in the
+# unix VFS, fixed in 3.51.2). runserver opens and closes a connection per request thread, and the
+# web server hung mid-run (README "Benchmarks"). Opening and closing one at a time avoids it; both
+# are rare next to the queries in between.
+_OPEN_CLOSE = threading.Lock()
+
+
 class DatabaseWrapper(sqlite_base.DatabaseWrapper):
     def get_new_connection(self, conn_params):  # type: ignore[no-untyped-def]
-        connection = super().get_new_connection(conn_params)
-        connection.enable_load_extension(True)
-        sqlite_vec.load(connection)
-        connection.enable_load_extension(False)
-        for pragma in PRAGMAS:
-            connection.execute(pragma)
+        with _OPEN_CLOSE:
+            connection = super().get_new_connection(conn_params)
+            connection.enable_load_extension(True)
+            sqlite_vec.load(connection)
+            connection.enable_load_extension(False)
+            for pragma in PRAGMAS:
+                connection.execute(pragma)
         return connection
+
+    def _close(self) -> None:
+        with _OPEN_CLOSE:
+            super()._close()
