@@ -237,16 +237,11 @@ def _schedule_embedding(session: Session, kind: str) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def embed_pending(*, session_pk: int, kind: str) -> int:
+def embed_pending(*, session_pk: int, kind: str) -> None:
     """The worker's half of `_schedule_embedding`: vectors for the session's items that lack one."""
     session = Session.objects.filter(pk=session_pk).first()
-    if session is None:
-        return 0  # deleted meanwhile
-    try:
-        return embed_items(session=session, kind=kind)
-    except EmbeddingUnavailable as exc:
-        log.warning("session %s: vectors not written: %s", session.sid, exc)
-        return 0
+    if session is not None:  # else deleted meanwhile
+        _embed_quietly(session, kind)
 
 
 # A recall in job mode looks for stragglers among this many newest items: an anti-join over a
