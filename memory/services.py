@@ -351,6 +351,8 @@ def embed_items(
             )
         vectors = embedder.embed_documents(texts)
         with transaction.atomic():
+            if not _still_stamped(session, embedder.name):
+                break  # a reembed switched the model meanwhile: its own pass writes the new vectors
             # A concurrent embedder may have got there first; the unique item key keeps one vector.
             taken = set(ItemVector.objects.filter(item__in=rows).values_list("item_id", flat=True))
             fresh = [(r, v) for r, v in zip(rows, vectors, strict=True) if r.pk not in taken]
@@ -375,6 +377,21 @@ def embed_items(
     return done
 
 
+def _still_stamped(session: Session, model: str) -> bool:
+    """Whether the session still ranks by `model`, holding its row until the transaction ends.
+
+    The lock orders a vector write against a reembed (which restamps the row first): without it a
+    worker that loaded the old model could write old vectors after the reembed deleted them, and
+    the session would hold a mixture the reembed was meant to end."""
+    stamp = (
+        Session.objects.select_for_update()
+        .filter(pk=session.pk)
+        .values_list("embedding_model", flat=True)
+        .first()
+    )
+    return stamp is not None and (stamp or embedding.database_stamp()) == model
+
+
 def reembed_session(*, session: Session, model: str | None = None, progress: Any = None) -> int:
     """Replace every vector of the session with one from `model` (default: the database's model).
 
@@ -383,12 +400,19 @@ def reembed_session(*, session: Session, model: str | None = None, progress: Any
     spec = model or embedding.database_model()
     get_embedder(spec)  # fail before deleting anything if the model cannot be had
     with transaction.atomic():
+        # Restamp first: the row lock makes a concurrent vector write (see _still_stamped) either
+        # finish before the delete below, or see the new stamp and write nothing.
+        Session.objects.filter(pk=session.pk).update(embedding_model=canonical(spec))
+        session.embedding_model = canonical(spec)
         item_ids = list(session.items.values_list("pk", flat=True))
         vec_delete(item_ids)
         ItemVector.objects.filter(session=session).delete()
-        Session.objects.filter(pk=session.pk).update(embedding_model=canonical(spec))
-        session.embedding_model = canonical(spec)
-    return sum(embed_items(session=session, kind=kind, progress=progress) for kind in KINDS)
+    written = 0
+    for kind in KINDS:
+        before = written  # progress counts across kinds, not from zero for each
+        on_batch = None if progress is None else (lambda n, b=before: progress(b + n))
+        written += embed_items(session=session, kind=kind, progress=on_batch)
+    return written
 
 
 # --- background jobs ----------------------------------------------------------------------------
@@ -554,6 +578,9 @@ def run_reembed_job(*, job_id: str, worker: str) -> None:
     try:
         _progress(job, 0, Item.objects.filter(session=session).count())
         reembed_session(session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n))
+        # The worker's embed_pending may have written some of the new vectors meanwhile (same
+        # model, see _still_stamped): progress counts what the session holds, not what this pass wrote.
+        _progress(job, ItemVector.objects.filter(session=session).count())
         _finish(job, Job.DONE)
     except Exception as exc:
         log.exception("reembed job %s failed", job_id)

@@ -140,6 +140,31 @@ def test_mixed_embedding_stamps_refuse_to_rank_until_reembedded(alice, alice_api
     assert FACT in [t["text"] for t in ranked["results"]["history"][0]["turns"] if t["hit"]]
 
 
+def test_a_vector_writer_holding_the_old_model_writes_nothing_after_a_reembed_restamps(alice):
+    """A worker that loaded the session before a reembed must not slip old vectors in after it."""
+    session = services.create_session(user=alice, sid="race", x_budget=100, y_budget=300)
+    fill(session, synthetic_turns(12, seed=3))
+    stale = Session.objects.get(pk=session.pk)  # what the worker read before the reembed committed
+    Session.objects.filter(pk=session.pk).update(embedding_model=WordLlamaBackend.name)
+
+    written = services.embed_items(session=stale, kind="history")
+
+    assert (written, ItemVector.objects.filter(session=session).count()) == (0, 0)
+
+
+def test_reembed_progress_counts_on_across_kinds(alice):
+    session = services.create_session(user=alice, sid="kinds", x_budget=100, y_budget=300)
+    fill(session, synthetic_turns(10, seed=4))
+    services.append_items(
+        session=session, items=[NewItem(role="tool", kind="context", text=f"ls: {n} files") for n in range(3)]
+    )
+    seen: list[int] = []
+
+    written = services.reembed_session(session=session, progress=seen.append)
+
+    assert written == 13 and seen[-1] == 13 and seen == sorted(seen)
+
+
 def test_unavailable_model_degrades_recall_and_never_fails_an_append(alice, alice_api, settings):
     from memory.engine import embeddings
     from memory.models import Setting
