@@ -10,7 +10,6 @@ item's own words (then a substring scan) — and spends the token budget best-fi
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -172,12 +171,9 @@ def _speakers_named(session: Session, kind: str, query: str) -> set[str]:
 
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
     """Pseudo-relevance feedback: the commonest new words of the top keyword hits."""
-    asked = set(retrieval.query_terms(query))
-    texts = Item.objects.filter(pk__in=list(item_ids)).values_list("chunk__text", flat=True)
-    counts = Counter(
-        t for text in texts for t in set(retrieval.query_terms(text)) if t not in asked and len(t) > 2
-    )
-    return " ".join(t for t, _ in counts.most_common(FEEDBACK_TERMS))
+    text_of = dict(Item.objects.filter(pk__in=list(item_ids)).values_list("pk", "chunk__text"))
+    texts = [text_of.get(pk, "") for pk in item_ids]
+    return " ".join(retrieval.feedback_terms(texts, query, limit=FEEDBACK_TERMS))
 
 
 def _boost_named_speakers(

@@ -89,6 +89,20 @@ def query_terms(query: str, *, drop_stopwords: bool = True) -> list[str]:
     return list(dict.fromkeys(kept or words))
 
 
+def feedback_terms(texts: Sequence[str], query: str, *, limit: int) -> list[str]:
+    """Pseudo-relevance feedback: the words the top hits' texts (best first) share most, new to
+    the query. A word counts once per text; a tie goes to the word met first — not to a set's
+    order, which changes with each process's string hashing and moved LoCoMo by 0.7 points
+    between runs of the same store."""
+    asked = set(query_terms(query))
+    counts: dict[str, int] = {}
+    for text in texts:
+        for t in query_terms(text):
+            if t not in asked and len(t) > 2:
+                counts[t] = counts.get(t, 0) + 1
+    return [t for t, _ in sorted(counts.items(), key=lambda kv: -kv[1])[:limit]]
+
+
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 

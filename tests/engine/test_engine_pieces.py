@@ -80,3 +80,26 @@ def test_prompt_numbers_every_item():
     prompt = build_prompt([SourceItem(1, "user", "alpha"), SourceItem(2, "bullet", "beta")])
     assert prompt.endswith("[1] (user) alpha\n[2] (bullet) beta")
     assert "[sources: N, M]" in prompt
+
+
+FEEDBACK = """
+from memory.engine.retrieval import feedback_terms
+texts = ["kiln glaze pottery studio", "glaze kiln pottery evening", "kiln studio glaze class"]
+print(" ".join(feedback_terms(texts, "what did she make", limit=3)))
+"""
+
+
+def test_feedback_words_are_the_same_in_every_process():
+    """Ties broken by a set's order changed with each process's string hashing (and the score)."""
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", FEEDBACK],
+            env={"PYTHONHASHSEED": str(seed), "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        for seed in range(8)
+    }
+    # kiln, glaze: in all three texts; pottery and studio: two each, pottery met first.
+    assert runs == {"kiln glaze pottery"}
