@@ -2,24 +2,40 @@
 
 Stage 1 compiles the candidates: every chunk cited by a live bullet, plus the live tiers (history);
 every archived item (context, which has no bullet layer). Stage 2 ranks candidates — `semantic`
-fuses the item vectors' ranking with BM25 over the item and its context; `keyword` is FTS5 over the
-item's own words (then a substring scan) — and spends the token budget best-first
-(`engine.retrieval.assemble`). Embedding trouble never fails a recall: it degrades and says why.
+fuses the item vectors' ranking with BM25 over the item and its context, both from the session's
+caches in this process when it fits (memory/store.py `VectorCache`, `KeywordCache`), else from
+sqlite-vec and FTS5; `keyword` is FTS5 over the item's own words (then a substring scan) — and
+spends the token budget best-first (`engine.retrieval.assemble`). Embedding trouble never fails a
+recall: it degrades and says why.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from . import services
 from .engine import retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors
-from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session, TierState
-from .store import fts_search, vec_search
+from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
+from .store import (
+    BULLET_FIELDS,
+    bm25_search,
+    fts_search,
+    item_rows,
+    item_texts,
+    kinds_present,
+    live_bullets,
+    other_model_vectors,
+    pending_speakers,
+    recall_version,
+    turn_rows,
+    vec_search,
+)
 
 log = logging.getLogger(__name__)
 
@@ -85,36 +101,49 @@ def _version(session: Session, kind: str) -> tuple[int, int]:
     The generation alone is not enough: a reset starts it again at 0, and the next compaction's
     generation 1 would find the index of the generation 1 before the reset. Bullet ids only grow.
     """
-    state = TierState.objects.filter(session=session, kind=kind).values_list("generation", flat=True).first()
-    newest = Bullet.objects.filter(session=session).order_by("-pk").values_list("pk", flat=True).first()
-    return int(state or 0), int(newest or 0)
+    return recall_version(session.pk, kind)
 
 
-def _candidates(session: Session, kind: str, item_ids: Sequence[int]) -> dict[int, int]:
-    """Of `item_ids`, those in stage 1's candidate set, mapped to their positions."""
-    rows = Item.objects.filter(pk__in=list(item_ids), session=session, kind=kind).values_list(
-        "pk", "position", "tier", "chunk__hash"
-    )
-    if kind == "context":
-        return {pk: position for pk, position, _, _ in rows}
-    cited = _citations(session.pk, kind, _version(session, kind))
-    return {
-        pk: position for pk, position, tier, h in rows if tier in (TIER_X, TIER_Y) or _hash_key(h) in cited
-    }
+class _Scope:
+    """One kind of one session during one recall: what its helpers share, each looked up once."""
 
+    def __init__(self, session: Session, kind: str) -> None:
+        self.session = session
+        self.kind = kind
+        # Speakers of the items `candidates` has read, for the speaker boost without another query.
+        self.speaker_of: dict[int, Any] = {}
 
-def _ranked(
-    session: Session, kind: str, ranking: Sequence[tuple[int, float]]
-) -> list[tuple[str, int, float]]:
-    positions = _candidates(session, kind, [pk for pk, _ in ranking])
-    return [(kind, positions[pk], score) for pk, score in ranking if pk in positions]
+    @cached_property
+    def version(self) -> tuple[int, int]:
+        return _version(self.session, self.kind)
+
+    @cached_property
+    def cited(self) -> dict[int, int | tuple[int, ...]]:
+        return _citations(self.session.pk, self.kind, self.version)
+
+    def candidates(self, item_ids: Sequence[int]) -> dict[int, int]:
+        """Of `item_ids`, those in stage 1's candidate set, mapped to their positions."""
+        rows = item_rows(self.session.pk, self.kind, item_ids)
+        self.speaker_of.update((position, speaker) for _, position, _, _, speaker in rows)
+        if self.kind == "context":
+            return {pk: position for pk, position, _, _, _ in rows}
+        cited = self.cited
+        return {
+            pk: position
+            for pk, position, tier, h, _ in rows
+            if tier in (TIER_X, TIER_Y) or _hash_key(h) in cited
+        }
+
+    def ranked(self, ranking: Sequence[tuple[int, float]]) -> list[tuple[str, int, float]]:
+        positions = self.candidates([pk for pk, _ in ranking])
+        return [(self.kind, positions[pk], score) for pk, score in ranking if pk in positions]
 
 
 def _mixed_stamps(session: Session, kind: str) -> str | None:
-    vectors = ItemVector.objects.filter(session=session, kind=kind)
     # The common case, one model, answered from the (session, kind, model) index without a scan.
-    if not vectors.exclude(model=session.embedding_model).exists():
+    if not other_model_vectors(session.pk, kind, session.embedding_model):
         return None
+    vectors = ItemVector.objects.filter(session=session, kind=kind)
     models = set(vectors.values_list("model", flat=True).distinct())
     return (
         f"the session's {kind} vectors come from {len(models)} models ({', '.join(sorted(models))}); "
@@ -123,11 +152,12 @@ def _mixed_stamps(session: Session, kind: str) -> str | None:
     )
 
 
-def _keyword(session: Session, kind: str, query: str, limit: int) -> list[tuple[str, int, float]]:
+def _keyword(sc: _Scope, query: str, limit: int) -> list[tuple[str, int, float]]:
+    session, kind = sc.session, sc.kind
     hits = fts_search(session.pk, kind, query, every=True, limit=limit, context_weight=0)
     if not hits:
         hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0)
-    ranked = _ranked(session, kind, hits)
+    ranked = sc.ranked(hits)
     if ranked or not query.strip():
         return ranked
     # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first.
@@ -137,7 +167,7 @@ def _keyword(session: Session, kind: str, query: str, limit: int) -> list[tuple[
         .order_by("-position")
         .values_list("pk", flat=True)[:limit]
     )
-    return _ranked(session, kind, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
+    return sc.ranked([(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
 
 
 @lru_cache(maxsize=256)
@@ -152,77 +182,83 @@ def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> 
     return frozenset(n for n in names if isinstance(n, str))
 
 
-def _speakers_named(session: Session, kind: str, query: str) -> set[str]:
+def _speakers_named(sc: _Scope, query: str) -> set[str]:
     """Speakers (item meta) the query names, e.g. "What did Melanie paint?" names Melanie."""
+    session, kind = sc.session, sc.kind
     words = set(retrieval.query_terms(query, drop_stopwords=False))
-    pending = (
-        Item.objects.of_kind(session, kind)
-        .pending()
-        .exclude(meta__speaker=None)
-        .values_list("meta__speaker", flat=True)
-    )
-    version: tuple[int, ...] = _version(session, kind)
+    version: tuple[int, ...] = sc.version
     if kind != "history":
         # Context is archived as it arrives, with no compaction to move the version on.
         version = (*version, Item.objects.of_kind(session, kind).count())
-    names = _archived_speakers(session.pk, kind, version) | {n for n in pending if isinstance(n, str)}
+    names = _archived_speakers(session.pk, kind, version) | pending_speakers(session.pk, kind)
     return {n for n in names if n.lower() in words}
 
 
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
     """Pseudo-relevance feedback: the commonest new words of the top keyword hits."""
-    text_of = dict(Item.objects.filter(pk__in=list(item_ids)).values_list("pk", "chunk__text"))
+    text_of = item_texts(item_ids)
     texts = [text_of.get(pk, "") for pk in item_ids]
     return " ".join(retrieval.feedback_terms(texts, query, limit=FEEDBACK_TERMS))
 
 
 def _boost_named_speakers(
-    session: Session, kind: str, query: str, ranked: list[tuple[str, int, float]]
+    sc: _Scope, query: str, ranked: list[tuple[str, int, float]]
 ) -> list[tuple[str, int, float]]:
-    named = _speakers_named(session, kind, query)
+    named = _speakers_named(sc, query)
     if not named or not ranked:
         return ranked
-    speaker_of = dict(
-        Item.objects.of_kind(session, kind)
-        .filter(position__in=[p for _, p, _ in ranked])
-        .values_list("position", "meta__speaker")
-    )
+    speaker_of = sc.speaker_of  # read with the ranked items' positions (_Scope.candidates)
     boosted = [(k, p, s * (1 + SPEAKER_BOOST) if speaker_of.get(p) in named else s) for k, p, s in ranked]
     return sorted(boosted, key=lambda h: -h[2])
 
 
+def _lexical(sc: _Scope, query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 over the items and their context: from the session's index in memory (engine/bm25.py),
+    or from FTS5 when the session does not fit in the cache."""
+    found = bm25_search(sc.session.pk, sc.kind, query, limit=limit)
+    if found is not None:
+        return found
+    return fts_search(sc.session.pk, sc.kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
+
+
 def _semantic(
-    session: Session, kind: str, query: str, limit: int, query_vector: Callable[[], Vectors]
+    sc: _Scope, query: str, limit: int, query_vector: Callable[[], Vectors]
 ) -> tuple[list[tuple[str, int, float]], str | None]:
     """Fuse the dense ranking with BM25 rankings (as asked, and widened by feedback terms)."""
-    lexical = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
+    session, kind = sc.session, sc.kind
+    lexical = _lexical(sc, query, limit)
     why = None
-    dense: list[tuple[int, float]] = []
     try:
         services.embed_stragglers(session=session, kind=kind)
         why = _mixed_stamps(session, kind)
-        if why is None:  # so every vector of the session is from its model: no need to filter on it
-            dense = vec_search(session.pk, kind, None, query_vector(), limit=limit)
     except EmbeddingUnavailable as exc:
         why = f"embedding model unavailable ({exc}); ranked by keywords only"
     if why is not None:
-        return _ranked(session, kind, lexical), why
-    rankings = [[pk for pk, _ in dense], [pk for pk, _ in lexical]]
-    weights = [DENSE_WEIGHT, 1.0]
+        return sc.ranked(lexical), why
+    rankings = [[pk for pk, _ in lexical]]
+    weights = [1.0]
+    # The keyword passes run while another thread embeds the query (see recall()).
     extra = _feedback_terms([pk for pk, _ in lexical[:FEEDBACK_DOCS]], query) if lexical else ""
     if extra:
-        widened = fts_search(
-            session.pk, kind, f"{query} {extra}", every=False, limit=limit, context_weight=CONTEXT_WEIGHT
-        )
+        widened = _lexical(sc, f"{query} {extra}", limit)
         rankings.append([pk for pk, _ in widened])
         weights.append(1.0)
+    try:
+        # Every vector of the session is from its model (checked above): no need to filter on it.
+        dense = vec_search(session.pk, kind, None, query_vector(), limit=limit)
+    except EmbeddingUnavailable as exc:
+        return sc.ranked(lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
+    rankings.insert(0, [pk for pk, _ in dense])
+    weights.insert(0, DENSE_WEIGHT)
     fused = retrieval.rrf(rankings, weights=weights)
-    return _boost_named_speakers(session, kind, query, _ranked(session, kind, fused[:limit])), None
+    return _boost_named_speakers(sc, query, sc.ranked(fused[:limit])), None
 
 
-def _recent(session: Session, kind: str, limit: int) -> list[tuple[str, int, float]]:
-    rows = Item.objects.of_kind(session, kind).order_by("-position").values_list("pk", flat=True)[:limit]
-    return _ranked(session, kind, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
+def _recent(sc: _Scope, limit: int) -> list[tuple[str, int, float]]:
+    rows = (
+        Item.objects.of_kind(sc.session, sc.kind).order_by("-position").values_list("pk", flat=True)[:limit]
+    )
+    return sc.ranked([(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
 
 
 def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int], retrieval.Turn]:
@@ -230,12 +266,7 @@ def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int
     for kind, positions in wanted.items():
         # Tuples, not model instances: a recall reads a few hundred turns and building models was
         # a third of its time.
-        rows = (
-            Item.objects.of_kind(session, kind)
-            .filter(position__in=sorted(positions))
-            .values_list("position", "role", "chunk__text", "chunk__hash", "tokens")
-        )
-        for position, role, text, h, tokens in rows:
+        for position, role, text, h, tokens in turn_rows(session.pk, kind, positions):
             turns[(kind, position)] = retrieval.Turn(
                 kind=kind, position=position, role=role, text=text, hash=h, tokens=tokens
             )
@@ -243,21 +274,20 @@ def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int
 
 
 def _bullets(
-    session: Session, passages: list[retrieval.Passage], limit: int, room: int
+    history: _Scope, passages: list[retrieval.Passage], limit: int, room: int
 ) -> tuple[list[dict], int]:
     """Live history bullets that cite the returned hits, by the rank of the best hit they cite."""
     order = [t.turn.hash for p in passages if p.kind == "history" for t in p.turns if t.hit]
     if not order or limit <= 0:
         return [], 0
     rank = {h: i for i, h in reversed(list(enumerate(order)))}
-    cited = _citations(session.pk, "history", _version(session, "history"))
+    cited = history.cited
     ids: set[int] = set()
     for h in rank:
         found = cited.get(_hash_key(h))
         ids.update(found if isinstance(found, tuple) else () if found is None else (found,))
-    fields = ("id", "text", "hash_refs", "generation", "protected", "first_position", "tokens")
     scored = []
-    for b in Bullet.objects.of_kind(session, "history").live().filter(pk__in=ids).values(*fields):
+    for b in live_bullets(history.session.pk, "history", ids):
         best = min((rank[h] for h in b["hash_refs"] if h in rank), default=None)
         if best is not None:
             scored.append((best, b["first_position"], b))
@@ -266,9 +296,35 @@ def _bullets(
         if len(chosen) >= limit:
             break
         if b["tokens"] <= room - spent:
-            chosen.append({k: b[k] for k in fields[:5]})
+            chosen.append({k: b[k] for k in BULLET_FIELDS[:5]})
             spent += b["tokens"]
     return chosen, spent
+
+
+# Query embeddings run here while the request's thread does the keyword searches: onnxruntime lets
+# go of the GIL, so on two cores the ≈ 3 ms of the query's embedding hides behind them.
+_QUERY_EMBEDDERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _embed_query_meanwhile(session: Session, query: str) -> Callable[[], Vectors]:
+    """Start embedding `query` with the session's model; the callable waits for the vector.
+
+    It raises EmbeddingUnavailable when the model cannot be had, as embedding inline would.
+    """
+    try:
+        embedder = services.session_embedder(session)  # the database lookups stay on this thread
+    except EmbeddingUnavailable as exc:
+        failure = exc
+
+        def unavailable() -> Vectors:
+            raise failure
+
+        return unavailable
+    return _QUERY_EMBEDDERS.submit(embedder.embed_query, query).result
+
+
+def _no_vector() -> Vectors:
+    raise AssertionError("keyword match ranks without a query vector")
 
 
 def recall(
@@ -285,25 +341,23 @@ def recall(
     budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if kind == "all":
         # A kind the session holds nothing of costs a second pass for nothing.
-        kinds = [k for k in ("history", "context") if Item.objects.filter(session=session, kind=k).exists()]
+        kinds = kinds_present(session.pk, ["history", "context"])
     else:
         kinds = [kind]
     hits: list[tuple[str, int, float]] = []
     reasons: list[str] = []
 
-    @cache
-    def query_vector() -> Vectors:
-        # Embedded once however many kinds are ranked.
-        return services.session_embedder(session).embed_query(query)
+    query_vector = _embed_query_meanwhile(session, query) if match == "semantic" else _no_vector
 
+    scopes = {k: _Scope(session, k) for k in ("history", "context")}
     for k in kinds:
         if match == "keyword":
-            hits.extend(_keyword(session, k, query, RANK_DEPTH))
+            hits.extend(_keyword(scopes[k], query, RANK_DEPTH))
             continue
-        ranked, why = _semantic(session, k, query, RANK_DEPTH, query_vector)
+        ranked, why = _semantic(scopes[k], query, RANK_DEPTH, query_vector)
         if why is not None:
             reasons.append(why)
-            ranked = ranked or _recent(session, k, rules.max_passages)
+            ranked = ranked or _recent(scopes[k], rules.max_passages)
         hits.extend(ranked)
     hits.sort(key=lambda h: -h[2])
     turns = _turns(
@@ -312,7 +366,7 @@ def recall(
     passages, spent = retrieval.assemble(
         hits, turns, window=rules.window, max_tokens=budget, max_passages=rules.max_passages
     )
-    bullets, bullet_tokens = _bullets(session, passages, rules.max_bullets, budget - spent)
+    bullets, bullet_tokens = _bullets(scopes["history"], passages, rules.max_bullets, budget - spent)
     results: dict[str, list[dict[str, Any]]] = {"history": [], "context": []}
     for p in passages:
         results[p.kind].append(

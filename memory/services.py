@@ -31,7 +31,7 @@ from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
 from .engine.types import KINDS, ROLES, Draft
 from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState
-from .store import DjangoTierStore, fts_delete, vec_delete, vec_write
+from .store import DjangoTierStore, fts_delete, unembedded_items, vec_delete, vec_write
 
 log = logging.getLogger(__name__)
 
@@ -317,17 +317,13 @@ def embed_items(
     Each item is embedded with the turn before it (same thread) as context, stamped with the
     session's model. Idempotent: items that already have a vector are skipped. `newest` looks only
     at the newest that many items (a recall's cheap check; the worker looks at all). Raises
-    EmbeddingUnavailable when the model cannot be loaded (nothing is written then).
+    EmbeddingUnavailable when there is something to embed and the model cannot be loaded
+    (nothing is written then).
     """
+    ids = unembedded_items(session.pk, kind, newest=newest, limit=limit)
+    if not ids:
+        return 0  # nothing to embed: no model to load (a recall's usual case)
     embedder = session_embedder(session)
-    pending = Item.objects.of_kind(session, kind)
-    if newest is not None:
-        recent = list(pending.order_by("-position").values_list("pk", flat=True)[:newest])
-        pending = pending.filter(pk__in=recent)
-    pending = pending.filter(vector__isnull=True).order_by("position")
-    if limit is not None:
-        pending = pending[:limit]
-    ids = list(pending.values_list("pk", flat=True))
     done = 0
     for start in range(0, len(ids), EMBED_BATCH):
         rows = list(Item.objects.filter(pk__in=ids[start : start + EMBED_BATCH]).select_related("chunk"))

@@ -1,4 +1,5 @@
-"""The engine's TierStore on the ORM, and the only SQL for sqlite-vec and FTS5.
+"""The engine's TierStore on the ORM; the only SQL for sqlite-vec and FTS5, and recall's reads
+and per-process caches.
 
 Callers hold the transaction. Every item is indexed for keyword search in the transaction that
 stores it; vectors are written later, off the append path (`memory/recall.py`).
@@ -6,20 +7,28 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
+from django.conf import settings
 from django.db import connection
 from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
 
-from .engine import retrieval
+from .engine import bm25, retrieval
 from .engine.embeddings import Vectors, from_blob
 from .engine.retrieval import index_context
 from .engine.types import Bullet, Draft, Item, Tier, TierTotals
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState
 from .models import Bullet as BulletRow
 from .models import Item as ItemRow
+
+T = TypeVar("T")
 
 
 def item_from_row(row: ItemRow) -> Item:
@@ -200,6 +209,159 @@ class DjangoTierStore:
         return True
 
 
+# --- recall's reads: a few hundred rows by id or position, in plain SQL (the ORM took longer to
+# build each of these queries, 200 ids in an IN list, than the database took to answer it) ------
+
+
+def _speaker_sql() -> str:
+    return "i.meta->>'speaker'" if _postgres() else "json_extract(i.meta, '$.speaker')"
+
+
+def item_rows(session_pk: int, kind: str, item_ids: Sequence[int]) -> list[tuple[int, int, str, str, Any]]:
+    """(id, position, tier, chunk hash, speaker) of those of `item_ids` in the session and kind."""
+    ids = [int(i) for i in item_ids]
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT i.id, i.position, i.tier, c.hash, {_speaker_sql()} FROM memory_item i "
+            "JOIN memory_chunk c ON c.id = i.chunk_id "
+            f"WHERE i.session_id = %s AND i.kind = %s AND i.id IN ({_marks(ids)})",
+            [session_pk, kind, *ids],
+        )
+        return [(int(pk), int(pos), tier, h, speaker) for pk, pos, tier, h, speaker in cursor.fetchall()]
+
+
+def turn_rows(session_pk: int, kind: str, positions: Iterable[int]) -> list[tuple[int, str, str, str, int]]:
+    """(position, role, text, hash, tokens) of the session's items of `kind` at `positions`."""
+    wanted = sorted(int(p) for p in positions)
+    if not wanted:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.position, i.role, c.text, c.hash, i.tokens FROM memory_item i "
+            "JOIN memory_chunk c ON c.id = i.chunk_id "
+            f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({_marks(wanted)})",
+            [session_pk, kind, *wanted],
+        )
+        return [(int(pos), role, text, h, int(tokens)) for pos, role, text, h, tokens in cursor.fetchall()]
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join(["%s"] * len(values))
+
+
+def kinds_present(session_pk: int, kinds: Sequence[str]) -> list[str]:
+    """Those of `kinds` the session holds at least one item of."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT "
+            + ", ".join(
+                "EXISTS(SELECT 1 FROM memory_item WHERE session_id = %s AND kind = %s)" for _ in kinds
+            ),
+            [v for kind in kinds for v in (session_pk, kind)],
+        )
+        row = cursor.fetchone()
+    return [kind for kind, present in zip(kinds, row, strict=True) if present]
+
+
+def recall_version(session_pk: int, kind: str) -> tuple[int, int]:
+    """(compaction generation of the kind, the session's newest bullet id): see recall._version."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT (SELECT generation FROM memory_tierstate WHERE session_id = %s AND kind = %s), "
+            "(SELECT max(id) FROM memory_bullet WHERE session_id = %s)",
+            [session_pk, kind, session_pk],
+        )
+        generation, newest = cursor.fetchone()
+    return int(generation or 0), int(newest or 0)
+
+
+def other_model_vectors(session_pk: int, kind: str, model: str) -> bool:
+    """Whether any of the session's vectors of `kind` is stamped with another model than `model`."""
+    # Two seeks on the (session, kind, model) index, one each side of `model`: `model <> %s`
+    # walked every vector of the session.
+    with connection.cursor() as cursor:
+        for side in ("<", ">"):
+            cursor.execute(
+                f"SELECT 1 FROM memory_itemvector WHERE session_id = %s AND kind = %s AND model {side} %s "
+                "LIMIT 1",
+                [session_pk, kind, model],
+            )
+            if cursor.fetchone() is not None:
+                return True
+    return False
+
+
+def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: int | None) -> list[int]:
+    """Ids of the session's items of `kind` with no vector, oldest first; `newest` looks only at
+    that many newest items (an anti-join over the newest, not the whole session)."""
+    if newest is None:
+        source, where, params = "memory_item", "i.session_id = %s AND i.kind = %s AND ", [session_pk, kind]
+    else:
+        source = (
+            "(SELECT id, position FROM memory_item WHERE session_id = %s AND kind = %s "
+            "ORDER BY position DESC LIMIT %s)"
+        )
+        where, params = "", [session_pk, kind, newest]
+    sql = (
+        f"SELECT i.id FROM {source} i LEFT JOIN memory_itemvector v ON v.item_id = i.id "
+        f"WHERE {where}v.id IS NULL ORDER BY i.position"
+    )
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def pending_speakers(session_pk: int, kind: str) -> set[str]:
+    """The speakers (item meta) of the session's live X and Y items of `kind`."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT DISTINCT {_speaker_sql()} FROM memory_item i "
+            "WHERE i.session_id = %s AND i.kind = %s AND i.tier IN (%s, %s)",
+            [session_pk, kind, TIER_X, TIER_Y],
+        )
+        return {name for (name,) in cursor.fetchall() if isinstance(name, str)}
+
+
+def item_texts(item_ids: Sequence[int]) -> dict[int, str]:
+    ids = [int(i) for i in item_ids]
+    if not ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.id, c.text FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
+            f"WHERE i.id IN ({_marks(ids)})",
+            ids,
+        )
+        return {int(pk): text for pk, text in cursor.fetchall()}
+
+
+BULLET_FIELDS = ("id", "text", "hash_refs", "generation", "protected", "first_position", "tokens")
+
+
+def live_bullets(session_pk: int, kind: str, bullet_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Of `bullet_ids`, the session's live bullets of `kind`, as dicts of BULLET_FIELDS."""
+    ids = [int(i) for i in bullet_ids]
+    if not ids:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(BULLET_FIELDS)} FROM memory_bullet WHERE session_id = %s AND kind = %s "
+            f"AND superseded = %s AND id IN ({_marks(ids)})",
+            [session_pk, kind, False, *ids],
+        )
+        rows = [dict(zip(BULLET_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        if isinstance(row["hash_refs"], str):  # SQLite hands JSON back as text; psycopg decodes it
+            row["hash_refs"] = json.loads(row["hash_refs"])
+        row["protected"] = bool(row["protected"])
+    return rows
+
+
 # --- keyword search: FTS5 on SQLite, tsvector on PostgreSQL -----------------------------------------
 
 
@@ -325,6 +487,12 @@ def vec_tables() -> list[int]:
     return sorted(int(s) for s in suffixes if s.isdigit())
 
 
+def _has_vec_table(cursor: Any, dim: int) -> bool:
+    # One indexed lookup of a name, where vec_tables() lists them all (a recall asks every time).
+    cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [_vec_table(dim)])
+    return cursor.fetchone() is not None
+
+
 def vec_write(rows: Sequence[tuple[int, int, str, str, bytes]], dim: int) -> None:
     """Mirror (item_id, session_id, kind, model, float32 bytes) rows into the vec0 table."""
     if not rows or not _sqlite():
@@ -348,26 +516,244 @@ def vec_delete(item_ids: Iterable[int]) -> None:
             cursor.executemany(f"DELETE FROM {_vec_table(dim)} WHERE item_id = %s", [(i,) for i in ids])
 
 
+@dataclass(frozen=True)
+class _Held(Generic[T]):
+    value: T
+    count: int  # rows of the session and kind when it was read
+    newest: int  # the highest row id read
+
+
+class SessionCache(Generic[T]):
+    """A per-process cache of something built from one session and kind's rows, least recently
+    used dropped first past `budget` bytes; the database stays the truth.
+
+    Each use first reads (how many rows, the newest id) from the table's index. Ids only grow
+    (AUTOINCREMENT, sequences), so rows newer than the held ones are read and added when nothing
+    else changed; any other change (a reembed, a reset, a delete) rebuilds. Values are never
+    changed in place: a reader keeps the one it got.
+    """
+
+    table = ""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._held: OrderedDict[tuple[Any, ...], _Held[T]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session_pk: int, kind: str, *extra: Any) -> T | None:
+        """The session's current value, or None when it would not fit in the budget."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(*), coalesce(max(id), 0) FROM {self.table} WHERE session_id = %s AND kind = %s",
+                [session_pk, kind],
+            )
+            count, newest = (int(v) for v in cursor.fetchone())
+        if self._row_bytes(*extra) * count > self.budget:
+            return None
+        key = (connection.alias, session_pk, kind, *extra)
+        with self._lock:
+            held = self._held.get(key)
+        if held is not None and (held.count, held.newest) == (count, newest):
+            with self._lock:
+                if key in self._held:
+                    self._held.move_to_end(key)
+            return held.value
+        rows = self._rows(session_pk, kind, held.newest if held else 0, newest, *extra)
+        if held is not None and held.count + len(rows) == count:
+            value = self._extend(held.value, rows)
+        else:  # first use, or rows went: build from all of them
+            if held is not None:
+                rows = self._rows(session_pk, kind, 0, newest, *extra)
+            value = self._build(rows)
+        with self._lock:
+            self._held[key] = _Held(value, count, newest)
+            self._held.move_to_end(key)
+            while (
+                len(self._held) > 1 and sum(self._nbytes(h.value) for h in self._held.values()) > self.budget
+            ):
+                self._held.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+    def _row_bytes(self, *extra: Any) -> int:
+        raise NotImplementedError
+
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int, *extra: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def _build(self, rows: list[Any]) -> T:
+        raise NotImplementedError
+
+    def _extend(self, value: T, rows: list[Any]) -> T:
+        raise NotImplementedError
+
+    def _nbytes(self, value: T) -> int:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    item_ids: np.ndarray
+    vectors: np.ndarray
+
+
+class VectorCache(SessionCache[list[_Matrix]]):
+    """Recently searched sessions' vectors as float32 matrices (a large one and a tail of newer
+    ones, merged when the tail passes a tenth).
+
+    sqlite-vec scans a session's vectors at ≈ 1 µs each (5 ms at 5,000; 50 ms at 50,000); a matrix
+    product over the same vectors takes a tenth of that. A session too big for the budget is
+    searched where its vectors live (sqlite-vec, or an exact pass on PostgreSQL).
+    """
+
+    table = "memory_itemvector"
+
+    def search(
+        self, session_pk: int, kind: str, query: np.ndarray, limit: int
+    ) -> list[tuple[int, float]] | None:
+        """Item ids nearest to `query`, best first; None when the session does not fit."""
+        parts = self.get(session_pk, kind, int(query.shape[-1]))
+        if parts is None:
+            return None
+        item_ids = np.concatenate([p.item_ids for p in parts])
+        if not len(item_ids):
+            return []
+        scores = np.concatenate([p.vectors @ query for p in parts])
+        top = min(limit, len(scores))
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.lexsort((best, -scores[best]))]
+        return [(int(item_ids[i]), float(scores[i])) for i in best]
+
+    def _row_bytes(self, dim: int) -> int:  # type: ignore[override]
+        return dim * 4
+
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int, dim: int) -> list[Any]:  # type: ignore[override]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT item_id, vector FROM memory_itemvector WHERE session_id = %s AND kind = %s "
+                "AND id > %s AND id <= %s AND dim = %s ORDER BY id",
+                [session_pk, kind, since, newest, dim],
+            )
+            return cursor.fetchall()
+
+    @staticmethod
+    def _matrix(rows: list[Any]) -> _Matrix:
+        item_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        blob = b"".join(bytes(r[1]) for r in rows)
+        return _Matrix(item_ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1))
+
+    def _build(self, rows: list[Any]) -> list[_Matrix]:
+        return [self._matrix(rows)]
+
+    def _extend(self, value: list[_Matrix], rows: list[Any]) -> list[_Matrix]:
+        if not rows:
+            return value
+        main, tail = value[0], value[1:]
+        tail_rows = sum(len(p.item_ids) for p in tail) + len(rows)
+        parts = [main, *tail, self._matrix(rows)]
+        if tail_rows > max(64, len(main.item_ids) // 10):
+            return [
+                _Matrix(
+                    np.concatenate([p.item_ids for p in parts]), np.concatenate([p.vectors for p in parts])
+                )
+            ]
+        merged = parts[1:]
+        return [
+            main,
+            _Matrix(
+                np.concatenate([p.item_ids for p in merged]), np.concatenate([p.vectors for p in merged])
+            ),
+        ]
+
+    def _nbytes(self, value: list[_Matrix]) -> int:
+        return sum(p.vectors.nbytes + p.item_ids.nbytes for p in value)
+
+
+class KeywordCache(SessionCache[bm25.Index]):
+    """Recently ranked sessions' BM25 indexes (engine/bm25.py), built from the same text FTS5
+    indexes: each item's words and its context (speaker, date, the turn before)."""
+
+    table = "memory_item"
+
+    def _row_bytes(self) -> int:  # type: ignore[override]
+        return 600  # postings of ≈ 60 words a turn, measured ≈ 500 bytes
+
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int) -> list[Any]:  # type: ignore[override]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT i.id, i.role, i.meta, c.text, pc.text, p.meta FROM memory_item i "
+                "JOIN memory_chunk c ON c.id = i.chunk_id "
+                "LEFT JOIN memory_item p ON p.session_id = i.session_id AND p.kind = i.kind "
+                "AND p.position = i.position - 1 "
+                "LEFT JOIN memory_chunk pc ON pc.id = p.chunk_id "
+                "WHERE i.session_id = %s AND i.kind = %s AND i.id > %s AND i.id <= %s ORDER BY i.id",
+                [session_pk, kind, since, newest],
+            )
+            rows = cursor.fetchall()
+        docs = []
+        for pk, role, meta, text, previous_text, previous_meta in rows:
+            meta, previous_meta = _json(meta), _json(previous_meta) if previous_meta is not None else None
+            context = index_context(role, meta, previous_text, previous_meta)
+            docs.append((int(pk), bm25.words(text) + bm25.words(context)))
+        return docs
+
+    def _build(self, rows: list[Any]) -> bm25.Index:
+        return bm25.Index(rows)
+
+    def _extend(self, value: bm25.Index, rows: list[Any]) -> bm25.Index:
+        return value.add(rows) if rows else value
+
+    def _nbytes(self, value: bm25.Index) -> int:
+        return value.nbytes()
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+vector_cache = VectorCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
+keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
+
+
+def bm25_search(session_pk: int, kind: str, query: str, *, limit: int) -> list[tuple[int, float]] | None:
+    """Item ids holding any of the query's terms, best BM25 first (the item's words and its
+    context, as `fts_search` with context_weight 1 ranks them); None when the session does not fit
+    in the cache (then ask fts_search)."""
+    index = keyword_cache.get(session_pk, kind)
+    if index is None:
+        return None
+    return index.search([w for t in retrieval.query_terms(query) for w in bm25.words(t)], limit)
+
+
 def vec_search(
     session_pk: int, kind: str, model: str | None, query: Vectors, *, limit: int
 ) -> list[tuple[int, float]]:
     """Item ids nearest to `query` among the session's vectors of `model`, best first (cosine).
 
     `model` None: every vector of the session and kind — for a caller that has checked they all
-    come from one model (vec0 filtering on the model's name cost a third of the search).
+    come from one model (vec0 filtering on the model's name cost a third of the search); only
+    such searches use the in-process `vector_cache`.
     """
     from .models import ItemVector
 
     dim = int(query.shape[-1])
+    query = np.asarray(query, dtype=np.float32)
+    if model is None:
+        found = vector_cache.search(session_pk, kind, query, limit)
+        if found is not None:
+            return found
     if _sqlite():
-        if dim not in vec_tables():
-            return []
         model_filter, params = ("", []) if model is None else (" AND model = %s", [model])
         with connection.cursor() as cursor:
+            if not _has_vec_table(cursor, dim):
+                return []
             cursor.execute(
                 f"SELECT item_id, distance FROM {_vec_table(dim)} WHERE embedding MATCH %s AND k = %s "
                 f"AND session_id = %s AND kind = %s{model_filter}",
-                [np.asarray(query, dtype=np.float32).tobytes(), limit, session_pk, kind, *params],
+                [query.tobytes(), limit, session_pk, kind, *params],
             )
             return [(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()]
     # No vector index here: exact search over the session's own vectors, which is one session's worth.
@@ -378,6 +764,6 @@ def vec_search(
     if not rows:
         return []
     matrix = np.vstack([from_blob(bytes(v)) for _, v in rows])
-    scores = matrix @ np.asarray(query, dtype=np.float32)
+    scores = matrix @ query
     order = np.argsort(-scores)[:limit]
     return [(int(rows[i][0]), float(scores[i])) for i in order]

@@ -39,6 +39,20 @@ class ApiClient:
         return self.call("DELETE", path, **kw)
 
 
+@pytest.fixture(autouse=True)
+def _fresh_process_caches():
+    """A rolled-back test hands its row ids to the next (SQLite's AUTOINCREMENT counter rolls back
+    too), which a real database never does; the process caches keyed by ids must not carry one
+    test's rows into another's."""
+    yield
+    from memory import recall, store
+
+    store.vector_cache.clear()
+    store.keyword_cache.clear()
+    recall._citations.cache_clear()
+    recall._archived_speakers.cache_clear()
+
+
 @pytest.fixture
 def alice(django_user_model):
     return django_user_model.objects.create_user("alice", password="alice-password-1")

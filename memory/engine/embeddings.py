@@ -307,6 +307,21 @@ def build(spec: str) -> Embedder:
     )
 
 
+def use_threads(threads: int | None) -> None:
+    """How many cores onnxruntime may use per embedding call in this process (None: all).
+
+    Applies to backends loaded from now on; the loaded ones are dropped. A web process wants 1
+    (many requests at once; recall overlaps the query's embedding with its keyword searches), a
+    worker embedding batches wants all (ottoweb/wsgi.py, bench).
+    """
+    if threads:
+        os.environ["OTTO_EMBED_THREADS"] = str(threads)
+    else:
+        os.environ.pop("OTTO_EMBED_THREADS", None)
+    with _cache_lock:
+        _cache.clear()
+
+
 def get_embedder(spec: str) -> Embedder:
     """The shared, lazily loaded backend for `spec` (one per process)."""
     key = canonical(spec)

@@ -62,6 +62,7 @@ from django.db.models import QuerySet
 from django.test import Client, override_settings
 
 from memory import embedding, services
+from memory.engine import embeddings
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
@@ -799,6 +800,10 @@ class Command(BaseCommand):
         live = Bullet.objects.of_kind(session, "history").live()
         bullets, protected = live.count(), live.filter(protected=True).count()
         asked = questions(scale.recalls + WARM_UP, seed=size)
+        # Recall as the web process runs it (ottoweb/wsgi.py): one onnxruntime thread per query
+        # embedding unless OTTO_EMBED_THREADS says otherwise. The build above used every core.
+        build_threads = os.environ.get("OTTO_EMBED_THREADS")
+        embeddings.use_threads(int(build_threads or 1))
         for q in asked[:WARM_UP]:
             recall(session, query=q)
         stats = latency([timed(lambda q=q: recall(session, query=q)) for q in asked[WARM_UP:]])
@@ -819,7 +824,8 @@ class Command(BaseCommand):
             "recalls",
             f"generation {generation}, {bullets:,} live bullets of which {protected:,} protected; "
             f"built in {built:.0f} s with compactions' embedding, "
-            f"then {embedded:,} more embedded in {embed_s:.0f} s",
+            f"then {embedded:,} more embedded in {embed_s:.0f} s; "
+            f"query embedded with {os.environ['OTTO_EMBED_THREADS']} thread(s) as in the web process",
         )
         if profile:
             # A second pass under the profiler, after the timed one: cProfile inflates what it times.
@@ -831,4 +837,5 @@ class Command(BaseCommand):
                 pstats.Stats(profiler, stream=report).sort_stats(order).print_stats(25)
                 self.emit(f"profile of {len(asked) - WARM_UP} recalls at {size} chunks, by {order}:")
                 self.emit(report.getvalue())
+        embeddings.use_threads(int(build_threads) if build_threads else None)
         return stats

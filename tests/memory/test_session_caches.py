@@ -1,0 +1,120 @@
+"""The per-process caches recall ranks by — vector matrices, BM25 indexes — answer as the database
+would, and are never stale."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory import services
+from memory.engine.embeddings import WordLlamaBackend
+from memory.models import Item, ItemVector
+from memory.recall import recall
+from memory.services import NewItem
+from memory.store import VectorCache, bm25_search, fts_search, keyword_cache, vec_search, vector_cache
+from tests.engine.conftest import synthetic_turns
+
+pytestmark = pytest.mark.django_db
+
+FACT = "The spare key to the allotment shed hangs behind the blue watering can."
+
+
+@pytest.fixture
+def embedded(alice):
+    session = services.create_session(user=alice, sid="vc")
+    for role, text in synthetic_turns(60, seed=8):
+        services.append_items(session=session, items=[NewItem(role=role, text=text)])
+    services.embed_items(session=session, kind="history")
+    return session
+
+
+def query(session, text):
+    return services.session_embedder(session).embed_query(text)
+
+
+def search(session, text, limit=10):
+    return vec_search(session.pk, "history", None, query(session, text), limit=limit)
+
+
+def test_the_matrix_ranks_as_sqlite_vec_does(embedded):
+    q = query(embedded, "what did we decide about the pottery class?")
+    model = services.session_embedder(embedded).name
+
+    cached = vec_search(embedded.pk, "history", None, q, limit=20)
+    in_sqlite_vec = vec_search(embedded.pk, "history", model, q, limit=20)  # a model filter skips the cache
+
+    assert [pk for pk, _ in cached] == [pk for pk, _ in in_sqlite_vec]
+    assert [round(s, 4) for _, s in cached] == [round(s, 4) for _, s in in_sqlite_vec]
+
+
+def test_vectors_written_after_a_search_are_found_by_the_next(embedded):
+    search(embedded, "allotment shed key")  # the matrix is now held
+    services.append_items(session=embedded, items=[NewItem(role="user", text=FACT)])
+    services.embed_items(session=embedded, kind="history")
+    fact = Item.objects.get(session=embedded, chunk__text=FACT).pk
+
+    assert search(embedded, "where is the key to the shed?")[0][0] == fact
+
+
+def test_a_reembed_with_another_model_is_not_ranked_from_the_old_matrix(embedded):
+    search(embedded, "pottery")
+    services.reembed_session(session=embedded, model=WordLlamaBackend.name)
+    embedded.refresh_from_db()
+
+    found = search(embedded, "pottery")
+    expected = vec_search(embedded.pk, "history", WordLlamaBackend.name, query(embedded, "pottery"), limit=10)
+
+    assert len(found) == 10 and [pk for pk, _ in found] == [pk for pk, _ in expected]
+
+
+def test_deleted_vectors_leave_the_matrix(embedded):
+    first = search(embedded, "pottery")[0][0]
+    ItemVector.objects.filter(item_id=first).delete()
+
+    assert first not in [pk for pk, _ in search(embedded, "pottery", limit=100)]
+
+
+def test_a_session_too_big_for_the_budget_is_searched_in_sqlite_vec(embedded, monkeypatch):
+    q = query(embedded, "pottery")
+    model = services.session_embedder(embedded).name
+    monkeypatch.setattr(vector_cache, "budget", 10 * 384 * 4)  # room for ten vectors; the session has sixty
+
+    assert VectorCache(budget=10 * 384 * 4).search(embedded.pk, "history", q, 5) is None
+    assert [pk for pk, _ in vec_search(embedded.pk, "history", None, q, limit=5)] == [
+        pk for pk, _ in vec_search(embedded.pk, "history", model, q, limit=5)
+    ]
+
+
+def keyword_hits(session, text, limit=10):
+    return [pk for pk, _ in bm25_search(session.pk, "history", text, limit=limit)]
+
+
+def test_the_bm25_index_finds_what_fts5_finds(embedded):
+    in_fts5 = fts_search(embedded.pk, "history", "pottery class", every=False, limit=1000, context_weight=1.0)
+
+    assert sorted(keyword_hits(embedded, "pottery class", limit=1000)) == sorted(pk for pk, _ in in_fts5)
+    assert len(in_fts5) > 5
+
+
+def test_turns_appended_after_a_ranking_are_in_the_next(embedded):
+    keyword_hits(embedded, "allotment shed")  # the index is now held
+    services.append_items(session=embedded, items=[NewItem(role="user", text=FACT)])
+    fact = Item.objects.get(session=embedded, chunk__text=FACT).pk
+
+    assert keyword_hits(embedded, "allotment shed") == [fact]
+
+
+def test_a_reset_session_is_not_ranked_from_its_old_index(embedded):
+    assert keyword_hits(embedded, "pottery")
+    services.reset_session(session=embedded, mode="all")
+    services.append_items(session=embedded, items=[NewItem(role="user", text=FACT)])
+
+    assert keyword_hits(embedded, "pottery") == []
+    assert keyword_hits(embedded, "watering can") == [Item.objects.get(session=embedded).pk]
+
+
+def test_a_session_too_big_for_the_keyword_budget_is_ranked_by_fts5(embedded, monkeypatch):
+    monkeypatch.setattr(keyword_cache, "budget", 1000)
+
+    assert bm25_search(embedded.pk, "history", "pottery", limit=5) is None
+    answer = recall(embedded, query="Caroline's pottery class")
+    assert answer["degraded"] is None and answer["results"]["history"]
