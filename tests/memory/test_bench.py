@@ -45,6 +45,7 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
         assert [line for line in lines if re.match(rf"^{re.escape(label)}: {number}", line)], label
     figures = json.loads(target.read_text())
     assert sorted(figures["recall"]) == ["300"]
+    assert figures["recall"]["300"]["first_recall_ms"] > 0
     for key in ("append_engine", "append_service", "append_api", "append_http", "append_http_keepalive"):
         assert figures[key]["p50_ms"] > 0 and figures[key]["p95_ms"] >= figures[key]["p50_ms"]
     assert figures["rss_web_mb"]["after_recalls"] > 0
