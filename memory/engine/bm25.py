@@ -76,6 +76,13 @@ class Index:
         self.main = Postings(self._docs)
         self._tail_start = len(self._docs)
         self.tail = Postings([])
+        self._join()
+
+    def _join(self) -> None:
+        # What every search needs over main and tail together, computed once per index, not per search.
+        self.ids = np.concatenate([self.main.ids, self.tail.ids])
+        lengths = np.concatenate([self.main.lengths, self.tail.lengths])
+        self.norm = K1 * (1 - B + B * lengths / float(lengths.mean())) if len(lengths) else lengths
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -90,6 +97,7 @@ class Index:
         else:
             grown.main, grown._tail_start = self.main, self._tail_start
             grown.tail = Postings(grown._docs[grown._tail_start :])
+        grown._join()
         return grown
 
     def nbytes(self) -> int:
@@ -100,8 +108,7 @@ class Index:
         total = len(self)
         if not total:
             return []
-        lengths = np.concatenate([self.main.lengths, self.tail.lengths])
-        norm = K1 * (1 - B + B * lengths / float(lengths.mean()))
+        norm = self.norm
         scores = np.zeros(total, dtype=np.float32)
         offset = len(self.main)
         for term in dict.fromkeys(terms):
@@ -122,5 +129,4 @@ class Index:
             return []
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.lexsort((best, -scores[best]))]  # ties: the earlier item first, every run
-        ids = np.concatenate([self.main.ids, self.tail.ids])
-        return [(int(ids[i]), float(scores[i])) for i in best]
+        return [(int(self.ids[i]), float(scores[i])) for i in best]
