@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
@@ -111,6 +112,32 @@ def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
     response = error(request, 503, f"{what}; the request was not carried out, try again later", code)
     response["Retry-After"] = "30"
     return response
+
+
+class MethodNotAllowedAsJson:
+    """ninja answers a method a path does not take with a plain-text 405 before any handler runs;
+    the API's clients get the same {"detail", "code"} as every other error, and the Allow header."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code == 405
+            and request.path.startswith("/api/")
+            and "json" not in response.get("Content-Type", "")
+        ):
+            allowed = response.get("Allow", "")
+            answer = error(
+                request,
+                405,
+                f"{request.method} is not allowed on {request.path}; it takes {allowed or 'no method'}",
+                "method_not_allowed",
+            )
+            answer["Allow"] = allowed
+            return answer
+        return response
 
 
 api.add_router("/", memory_router)

@@ -90,6 +90,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "ottoweb.api.MethodNotAllowedAsJson",
     # Last, so it sees the user and token the views resolved.
     "ottoweb.audit.AuditMiddleware",
 ]

@@ -80,3 +80,16 @@ def test_an_unknown_api_path_is_a_json_404(alice_api, path):
         404,
         {"detail": "no such API path", "code": "not_found"},
     )
+
+
+def test_a_method_a_path_does_not_take_is_a_json_405_naming_the_allowed_ones(alice_api):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+    before = all_rows()
+
+    response = alice_api.call("PUT", "/api/v1/sessions/demo/items", {"role": "user", "text": "hi"})
+
+    assert response.status_code == 405
+    assert response["Allow"] == "POST"
+    assert response.json()["code"] == "method_not_allowed"
+    assert response.json()["detail"].startswith("PUT is not allowed on /api/v1/sessions/demo/items")
+    assert all_rows() == before
