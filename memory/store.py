@@ -694,10 +694,16 @@ class KeywordCache(SessionCache[bm25.Index]):
             )
             rows = cursor.fetchall()
         docs = []
+        decoded: dict[str, Any] = {}  # most turns share their meta with many others: decode each once
+
+        def meta_of(raw: Any) -> Any:  # SQLite gives JSON text, PostgreSQL a dict already
+            if isinstance(raw, str) and raw not in decoded:
+                decoded[raw] = json.loads(raw)
+            return decoded[raw] if isinstance(raw, str) else raw
+
         for pk, role, meta, text, previous_text, previous_meta in rows:
-            meta, previous_meta = _json(meta), _json(previous_meta) if previous_meta is not None else None
-            context = index_context(role, meta, previous_text, previous_meta)
-            docs.append((int(pk), bm25.words(text) + bm25.words(context)))
+            context = index_context(role, meta_of(meta), previous_text, meta_of(previous_meta))
+            docs.append((int(pk), f"{text} {context}"))
         return docs
 
     def _build(self, rows: list[Any]) -> bm25.Index:
