@@ -19,7 +19,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from . import services
-from .engine import retrieval
+from .engine import bm25, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
 from .store import (
@@ -28,6 +28,7 @@ from .store import (
     fts_search,
     item_rows,
     item_texts,
+    keyword_cache,
     kinds_present,
     live_bullets,
     other_model_vectors,
@@ -116,6 +117,12 @@ class _Scope:
     @cached_property
     def version(self) -> tuple[int, int]:
         return _version(self.session, self.kind)
+
+    @cached_property
+    def keyword_index(self) -> bm25.Index | None:
+        # Looked up once per recall: each lookup checks the cache's freshness (a count over the
+        # session's items, ≈ 5 ms at 50,000), and a recall runs two keyword passes.
+        return keyword_cache.get(self.session.pk, self.kind)
 
     @cached_property
     def cited(self) -> dict[int, int | tuple[int, ...]]:
@@ -215,7 +222,7 @@ def _boost_named_speakers(
 def _lexical(sc: _Scope, query: str, limit: int) -> list[tuple[int, float]]:
     """BM25 over the items and their context: from the session's index in memory (engine/bm25.py),
     or from FTS5 when the session does not fit in the cache."""
-    found = bm25_search(sc.session.pk, sc.kind, query, limit=limit)
+    found = bm25_search(sc.session.pk, sc.kind, query, limit=limit, index=sc.keyword_index)
     if found is not None:
         return found
     return fts_search(sc.session.pk, sc.kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)

@@ -724,11 +724,14 @@ vector_cache = VectorCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 
 
-def bm25_search(session_pk: int, kind: str, query: str, *, limit: int) -> list[tuple[int, float]] | None:
+def bm25_search(
+    session_pk: int, kind: str, query: str, *, limit: int, index: bm25.Index | None = None
+) -> list[tuple[int, float]] | None:
     """Item ids holding any of the query's terms, best BM25 first (the item's words and its
     context, as `fts_search` with context_weight 1 ranks them); None when the session does not fit
-    in the cache (then ask fts_search)."""
-    index = keyword_cache.get(session_pk, kind)
+    in the cache (then ask fts_search). `index`: one `keyword_cache.get` already returned for it,
+    so that a recall's passes check its freshness once."""
+    index = index if index is not None else keyword_cache.get(session_pk, kind)
     if index is None:
         return None
     return index.search([w for t in retrieval.query_terms(query) for w in bm25.words(t)], limit)
