@@ -716,10 +716,6 @@ class KeywordCache(SessionCache[bm25.Index]):
         return value.nbytes()
 
 
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value
-
-
 vector_cache = VectorCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 
