@@ -222,7 +222,10 @@ def _boost_named_speakers(
 def _lexical(sc: _Scope, query: str, limit: int) -> list[tuple[int, float]]:
     """BM25 over the items and their context: from the session's index in memory (engine/bm25.py),
     or from FTS5 when the session does not fit in the cache."""
-    found = bm25_search(sc.session.pk, sc.kind, query, limit=limit, index=sc.keyword_index)
+    index = sc.keyword_index  # None: the session does not fit in the cache; no second lookup
+    found = (
+        bm25_search(sc.session.pk, sc.kind, query, limit=limit, index=index) if index is not None else None
+    )
     if found is not None:
         return found
     return fts_search(sc.session.pk, sc.kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
