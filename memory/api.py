@@ -12,7 +12,7 @@ from pydantic import Field
 
 from . import services
 from .context import session_context, session_summary
-from .models import AuditEntry, Job, Session
+from .models import AuditEntry, Item, Job, Session
 from .recall import recall
 from .schemas import (
     AppendOut,
@@ -29,6 +29,7 @@ from .schemas import (
     RecallIn,
     RecallOut,
     ReembedIn,
+    SessionDetailOut,
     SessionIn,
     SessionListOut,
     SessionOut,
@@ -109,9 +110,13 @@ def list_sessions(request: HttpRequest, params: Query[ListParams]):
     return {"items": [session_summary(s) for s in page], "count": rows.count()}
 
 
-@router.get("/sessions/{sid}", response={200: SessionOut, **ERRORS})
+@router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS})
 def get_session_view(request: HttpRequest, sid: str):
-    return _summary(request, sid)
+    session = get_session(request, sid)
+    return {
+        **session_summary(session),
+        "unembedded": Item.objects.filter(session=session, vector=None).count(),
+    }
 
 
 @router.delete("/sessions/{sid}", response={204: None, **ERRORS})
@@ -124,7 +129,18 @@ def _append(request: HttpRequest, sid: str, items: list[ItemIn]) -> list[dict]:
     session = get_session(request, sid)
     outcomes = services.append_items(
         session=session,
-        items=[services.NewItem(role=i.role, text=i.text, kind=i.kind, protected=i.protected) for i in items],
+        items=[
+            services.NewItem(
+                role=i.role,
+                text=i.text,
+                kind=i.kind,
+                protected=i.protected,
+                name=i.name,
+                occurred_at=i.occurred_at,
+                meta=i.meta,
+            )
+            for i in items
+        ],
     )
     return [
         {"hash": o.hash, "kind": o.kind, "position": o.position, "compaction": o.compaction} for o in outcomes
@@ -150,6 +166,8 @@ def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
 def recall_view(request: HttpRequest, sid: str, body: RecallIn):
     if not body.query.strip():
         raise services.Invalid("query must not be empty", field="query")
+    if body.since is not None and body.until is not None and body.since >= body.until:
+        raise services.Invalid("since must be before until", field="since")
     return recall(
         get_session(request, sid),
         query=body.query,
@@ -157,6 +175,8 @@ def recall_view(request: HttpRequest, sid: str, body: RecallIn):
         match=body.match,
         policy=body.policy,
         max_tokens=body.max_tokens,
+        since=body.since,
+        until=body.until,
     )
 
 

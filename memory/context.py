@@ -11,7 +11,15 @@ from .store import bullet_from_row, item_from_row
 
 
 def turn_dict(row: Item) -> dict[str, Any]:
-    return {"hash": row.chunk.hash, "role": row.role, "text": row.chunk.text, "position": row.position}
+    return {
+        "hash": row.chunk.hash,
+        "role": row.role,
+        "name": row.name,
+        "occurred_at": row.when,
+        "meta": row.meta,
+        "text": row.chunk.text,
+        "position": row.position,
+    }
 
 
 def bullet_dict(row: Bullet) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .engine.hashing import content_hash
-from .engine.types import KINDS, ROLES
+from .engine.types import KINDS, ROLES, meta_problem, name_problem, parse_moment
 from .schemas import text_problem
 
 
@@ -85,8 +85,9 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
     _check_values(document, "$")
     if document.get("format") != "ottoweb.session":
         raise DocumentError("format", 'must be "ottoweb.session"')
-    if document.get("version") != 1:
-        raise DocumentError("version", "must be 1")
+    version = document.get("version")
+    if version not in (1, 2) or isinstance(version, bool):
+        raise DocumentError("version", "must be 1 or 2")
     session = _need(document, "", "session", dict)
     for key in ("id", "title", "workspace", "embedding_model"):
         _need(session, "session", key, str)
@@ -125,7 +126,18 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         if _need(entry, path, "role", str) not in ROLES:
             raise DocumentError(f"{path}.role", f"must be one of {', '.join(ROLES)}")
         _need(entry, path, "protected", bool)
-        _need(entry, path, "meta", dict)
+        problem = meta_problem(_need(entry, path, "meta", dict))
+        if problem:
+            raise DocumentError(f"{path}.meta", problem)
+        if version == 1:
+            return  # no name, no time: the turns happened when they are imported
+        problem = name_problem(_need(entry, path, "name", str))
+        if problem:
+            raise DocumentError(f"{path}.name", problem)
+        try:
+            entry["occurred_at"] = parse_moment(_need(entry, path, "occurred_at", str))
+        except ValueError as exc:
+            raise DocumentError(f"{path}.occurred_at", str(exc)) from None
 
     for n, entry in enumerate(_list(document, "pending")):
         path = f"pending[{n}]"

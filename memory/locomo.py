@@ -10,6 +10,8 @@ import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from itertools import combinations
 from typing import Any
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -23,6 +25,15 @@ class LocomoTurn:
     text: str
     session: int
     date: str
+
+    @property
+    def occurred_at(self) -> datetime | None:
+        """The sitting's date and time ("1:56 pm on 8 May, 2023"; LoCoMo gives no zone: UTC), or
+        None when the date is not in that form (the turn then happened when it is appended)."""
+        try:
+            return datetime.strptime(self.date, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +122,7 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
 
 @dataclass(slots=True)
 class Outcome:
+    conversation: str
     category: int
     stored: bool
     strict: bool
@@ -161,6 +173,33 @@ def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
+def leave_two_out(outcomes: Sequence[Outcome]) -> dict[str, Any] | None:
+    """Strict coverage on every pair of held-out conversations, by category: the mean over the
+    pairs and its spread. None with fewer than three conversations (no 3/2 split exists).
+
+    The ranking's settings are fixed, not fitted per split, so each pair's figure is what those
+    settings score on two conversations; a change is kept only when this mean rises.
+    """
+    names = list(dict.fromkeys(o.conversation for o in outcomes))
+    if len(names) < 3:
+        return None
+    pairs = list(combinations(names, 2))
+    figures: dict[str, Any] = {"splits": len(pairs), "pairs": [list(p) for p in pairs]}
+    for label, number in (("overall", None), *((name, n) for n, name in CATEGORIES.items())):
+        scores = []
+        for pair in pairs:
+            chosen = [o for o in outcomes if o.conversation in pair and number in (None, o.category)]
+            scores.append(_pct(o.strict for o in chosen))
+        figures[label] = {
+            "mean": round(statistics.fmean(scores), 1),
+            "min": min(scores),
+            "max": max(scores),
+            "sd": round(statistics.pstdev(scores), 1),
+            "per_pair": scores,
+        }
+    return figures
+
+
 def table(figures: dict[str, Any]) -> str:
     """The printed table: one row per category and overall."""
     head = f"{'category':<12} {'n':>5} {'store':>7} {'strict':>7} {'per-turn':>9} {'tokens':>7} {'p50 ms':>7} {'p95 ms':>7}"
@@ -172,4 +211,13 @@ def table(figures: dict[str, Any]) -> str:
             f"{name:<12} {f['n']:>5} {f['store']:>6.1f}% {f['strict']:>6.1f}% {f['per_turn']:>8.1f}% "
             f"{f['tokens_mean']:>7.0f} {f['latency_ms_p50']:>7.1f} {f['latency_ms_p95']:>7.1f}"
         )
+    held = figures.get("leave_two_out")
+    if held:
+        rows.append("")
+        rows.append(f"leave-two-out strict, {held['splits']} splits (3 conversations in, 2 scored):")
+        head = f"{'category':<12} {'mean':>7} {'min':>7} {'max':>7} {'sd':>6}"
+        rows += [head, "-" * len(head)]
+        for name in (*CATEGORIES.values(), "overall"):
+            f = held[name]
+            rows.append(f"{name:<12} {f['mean']:>6.1f}% {f['min']:>6.1f}% {f['max']:>6.1f}% {f['sd']:>6.1f}")
     return "\n".join(rows)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
 from django.db import models
@@ -16,6 +18,17 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 TIER_X, TIER_Y, TIER_ARCHIVED = "x", "y", "a"
+
+
+def local_time(moment: datetime, offset_minutes: int) -> datetime:
+    """`moment` (aware) shown in the fixed offset `offset_minutes` east of UTC."""
+    return moment.astimezone(dt_timezone(timedelta(minutes=offset_minutes)))
+
+
+def offset_minutes(moment: datetime) -> int:
+    """The UTC offset of an aware `moment`, in whole minutes."""
+    offset = moment.utcoffset()
+    return 0 if offset is None else int(offset.total_seconds() // 60)
 
 
 class ApiTokenQuerySet(models.QuerySet["ApiToken"]):
@@ -152,7 +165,14 @@ class Item(models.Model):
     tier = models.CharField(max_length=1, choices=TIERS)
     protected = models.BooleanField(default=False)
     tokens = models.PositiveIntegerField()
+    # The caller's own JSON object, stored and returned verbatim, never ranked.
     meta = models.JSONField(default=dict, blank=True)
+    # Who said it and when it happened (ranking reads both: the speaker, and the date beside the
+    # turn). `occurred_at` is stored in UTC; `utc_offset` (minutes) keeps the offset it was sent
+    # with, so it comes back as sent and its date is indexed as the speaker's own day.
+    name = models.CharField(max_length=64, blank=True, default="")
+    occurred_at = models.DateTimeField(default=timezone.now)
+    utc_offset = models.SmallIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ItemQuerySet.as_manager()
@@ -161,7 +181,16 @@ class Item(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["session", "kind", "position"], name="item_position_unique")
         ]
-        indexes = [models.Index(fields=["session", "kind", "tier", "position"])]
+        indexes = [
+            models.Index(fields=["session", "kind", "tier", "position"]),
+            # Recall's `since` / `until` bounds.
+            models.Index(fields=["session", "kind", "occurred_at"], name="item_occurred_at"),
+        ]
+
+    @property
+    def when(self) -> datetime:
+        """`occurred_at` in the offset it was sent with."""
+        return local_time(self.occurred_at, self.utc_offset)
 
 
 class BulletQuerySet(models.QuerySet["Bullet"]):

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -24,10 +25,13 @@ from .engine.embeddings import EmbeddingUnavailable, Vectors
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
 from .store import (
     BULLET_FIELDS,
+    NO_BOUNDS,
+    Bounds,
     bm25_search,
     fts_search,
     item_rows,
     item_texts,
+    items_within,
     keyword_cache,
     kinds_present,
     live_bullets,
@@ -108,9 +112,10 @@ def _version(session: Session, kind: str) -> tuple[int, int]:
 class _Scope:
     """One kind of one session during one recall: what its helpers share, each looked up once."""
 
-    def __init__(self, session: Session, kind: str) -> None:
+    def __init__(self, session: Session, kind: str, bounds: Bounds = NO_BOUNDS) -> None:
         self.session = session
         self.kind = kind
+        self.bounds = bounds
         # Speakers of the items `candidates` has read, for the speaker boost without another query.
         self.speaker_of: dict[int, Any] = {}
 
@@ -125,12 +130,17 @@ class _Scope:
         return keyword_cache.get(self.session.pk, self.kind)
 
     @cached_property
+    def among(self) -> Any:
+        """Ids of the items inside the recall's time bounds (None: no bounds, every item)."""
+        return items_within(self.session.pk, self.kind, self.bounds) if self.bounds else None
+
+    @cached_property
     def cited(self) -> dict[int, int | tuple[int, ...]]:
         return _citations(self.session.pk, self.kind, self.version)
 
     def candidates(self, item_ids: Sequence[int]) -> dict[int, int]:
         """Of `item_ids`, those in stage 1's candidate set, mapped to their positions."""
-        rows = item_rows(self.session.pk, self.kind, item_ids)
+        rows = item_rows(self.session.pk, self.kind, item_ids, self.bounds)
         self.speaker_of.update((position, speaker) for _, position, _, _, speaker in rows)
         if self.kind == "context":
             return {pk: position for pk, position, _, _, _ in rows}
@@ -161,15 +171,16 @@ def _mixed_stamps(session: Session, kind: str) -> str | None:
 
 def _keyword(sc: _Scope, query: str, limit: int) -> list[tuple[str, int, float]]:
     session, kind = sc.session, sc.kind
-    hits = fts_search(session.pk, kind, query, every=True, limit=limit, context_weight=0)
+    bounds = sc.bounds
+    hits = fts_search(session.pk, kind, query, every=True, limit=limit, context_weight=0, bounds=bounds)
     if not hits:
-        hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0)
+        hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0, bounds=bounds)
     ranked = sc.ranked(hits)
     if ranked or not query.strip():
         return ranked
     # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first.
     rows = (
-        Item.objects.of_kind(session, kind)
+        _within(Item.objects.of_kind(session, kind), bounds)
         .filter(chunk__text__icontains=query.strip())
         .order_by("-position")
         .values_list("pk", flat=True)[:limit]
@@ -182,15 +193,15 @@ def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> 
     # History's archived items only change when a compaction archives more, which bumps the version.
     names = (
         Item.objects.filter(session_id=session_pk, kind=kind, tier=TIER_ARCHIVED)
-        .exclude(meta__speaker=None)
-        .values_list("meta__speaker", flat=True)
+        .exclude(name="")
+        .values_list("name", flat=True)
         .distinct()
     )
-    return frozenset(n for n in names if isinstance(n, str))
+    return frozenset(names)
 
 
 def _speakers_named(sc: _Scope, query: str) -> set[str]:
-    """Speakers (item meta) the query names, e.g. "What did Melanie paint?" names Melanie."""
+    """Speakers (item names) the query names, e.g. "What did Melanie paint?" names Melanie."""
     session, kind = sc.session, sc.kind
     words = set(retrieval.query_terms(query, drop_stopwords=False))
     version: tuple[int, ...] = sc.version
@@ -224,11 +235,21 @@ def _lexical(sc: _Scope, query: str, limit: int) -> list[tuple[int, float]]:
     or from FTS5 when the session does not fit in the cache."""
     index = sc.keyword_index  # None: the session does not fit in the cache; no second lookup
     found = (
-        bm25_search(sc.session.pk, sc.kind, query, limit=limit, index=index) if index is not None else None
+        bm25_search(sc.session.pk, sc.kind, query, limit=limit, index=index, among=sc.among)
+        if index is not None
+        else None
     )
     if found is not None:
         return found
-    return fts_search(sc.session.pk, sc.kind, query, every=False, limit=limit, context_weight=CONTEXT_WEIGHT)
+    return fts_search(
+        sc.session.pk,
+        sc.kind,
+        query,
+        every=False,
+        limit=limit,
+        context_weight=CONTEXT_WEIGHT,
+        bounds=sc.bounds,
+    )
 
 
 def _semantic(
@@ -255,7 +276,9 @@ def _semantic(
         weights.append(1.0)
     try:
         # Every vector of the session is from its model (checked above): no need to filter on it.
-        dense = vec_search(session.pk, kind, None, query_vector(), limit=limit)
+        dense = vec_search(
+            session.pk, kind, None, query_vector(), limit=limit, bounds=sc.bounds, among=sc.among
+        )
     except EmbeddingUnavailable as exc:
         return sc.ranked(lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
     rankings.insert(0, [pk for pk, _ in dense])
@@ -266,19 +289,40 @@ def _semantic(
 
 def _recent(sc: _Scope, limit: int) -> list[tuple[str, int, float]]:
     rows = (
-        Item.objects.of_kind(sc.session, sc.kind).order_by("-position").values_list("pk", flat=True)[:limit]
+        _within(Item.objects.of_kind(sc.session, sc.kind), sc.bounds)
+        .order_by("-position")
+        .values_list("pk", flat=True)[:limit]
     )
     return sc.ranked([(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
 
 
-def _turns(session: Session, wanted: dict[str, set[int]]) -> dict[tuple[str, int], retrieval.Turn]:
+def _within(rows: Any, bounds: Bounds) -> Any:
+    """An item QuerySet narrowed to the turns that happened inside `bounds`."""
+    if bounds.since is not None:
+        rows = rows.filter(occurred_at__gte=bounds.since)
+    if bounds.until is not None:
+        rows = rows.filter(occurred_at__lt=bounds.until)
+    return rows
+
+
+def _turns(
+    session: Session, wanted: dict[str, set[int]], bounds: Bounds
+) -> dict[tuple[str, int], retrieval.Turn]:
     turns: dict[tuple[str, int], retrieval.Turn] = {}
     for kind, positions in wanted.items():
-        # Tuples, not model instances: a recall reads a few hundred turns and building models was
-        # a third of its time.
-        for position, role, text, h, tokens in turn_rows(session.pk, kind, positions):
-            turns[(kind, position)] = retrieval.Turn(
-                kind=kind, position=position, role=role, text=text, hash=h, tokens=tokens
+        # Plain rows, not model instances: a recall reads a few hundred turns and building models
+        # was a third of its time.
+        for row in turn_rows(session.pk, kind, positions, bounds):
+            turns[(kind, row.position)] = retrieval.Turn(
+                kind=kind,
+                position=row.position,
+                role=row.role,
+                text=row.text,
+                hash=row.hash,
+                tokens=row.tokens,
+                name=row.name,
+                occurred_at=row.occurred_at,
+                meta=row.meta,
             )
     return turns
 
@@ -345,8 +389,14 @@ def recall(
     match: str = "semantic",
     policy: str = "default",
     max_tokens: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
 ) -> dict[str, Any]:
-    """Rank the session's raw items for `query` and return passages within `max_tokens`."""
+    """Rank the session's raw items for `query` and return passages within `max_tokens`.
+
+    `since` (inclusive) and `until` (exclusive) keep only turns that happened inside them: hits
+    and neighbours alike.
+    """
     rules = POLICIES[policy]
     budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if kind == "all":
@@ -359,7 +409,8 @@ def recall(
 
     query_vector = _embed_query_meanwhile(session, query) if match == "semantic" else _no_vector
 
-    scopes = {k: _Scope(session, k) for k in ("history", "context")}
+    bounds = Bounds(since=since, until=until)
+    scopes = {k: _Scope(session, k, bounds) for k in ("history", "context")}
     for k in kinds:
         if match == "keyword":
             hits.extend(_keyword(scopes[k], query, RANK_DEPTH))
@@ -371,7 +422,7 @@ def recall(
         hits.extend(ranked)
     hits.sort(key=lambda h: -h[2])
     turns = _turns(
-        session, retrieval.window_positions(hits[: max(rules.max_passages * 3, 150)], rules.window)
+        session, retrieval.window_positions(hits[: max(rules.max_passages * 3, 150)], rules.window), bounds
     )
     passages, spent = retrieval.assemble(
         hits, turns, window=rules.window, max_tokens=budget, max_passages=rules.max_passages
@@ -386,6 +437,9 @@ def recall(
                     {
                         "hash": t.turn.hash,
                         "role": t.turn.role,
+                        "name": t.turn.name,
+                        "occurred_at": t.turn.occurred_at,
+                        "meta": t.turn.meta,
                         "text": t.text,
                         "position": t.turn.position,
                         "hit": t.hit,

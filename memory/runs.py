@@ -20,6 +20,7 @@ from django.utils import timezone
 from . import services
 from .engine import inrun
 from .engine.hashing import content_hash
+from .engine.types import MAX_NAME_CHARS
 from .models import Item, LearnedWindow, Session
 
 
@@ -173,6 +174,14 @@ def _parts(text: str) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+def _speaker(message: dict[str, Any], tool_name: str | None) -> str:
+    """The stored item's name: the message's own `name`, else the tool a result came from."""
+    name = message.get("name") if isinstance(message.get("name"), str) else ""
+    name = name or (f"tool {tool_name}" if tool_name else "")
+    # Stored names are single-line and short (services.name_problem); a message's may be anything.
+    return "".join(c if c >= " " and c != "\x7f" else " " for c in name)[:MAX_NAME_CHARS]
+
+
 def store_evicted(*, session: Session, evicted: Sequence[inrun.Evicted], model: str) -> int:
     """Store evicted messages whole in the session's context tier; return how many items were new.
 
@@ -188,18 +197,20 @@ def store_evicted(*, session: Session, evicted: Sequence[inrun.Evicted], model: 
             if not part.strip() or content_hash(part) in seen:
                 continue
             seen.add(content_hash(part))
-            meta: dict[str, Any] = {
-                "source": "runs.fit",
-                "stage": entry.stage,
-                "model": model,
-                "thread": "run",
-                "speaker": f"tool {entry.tool_name}" if entry.tool_name else message["role"],
-            }
+            meta: dict[str, Any] = {"source": "runs.fit", "stage": entry.stage, "model": model}
             if message.get("tool_call_id"):
                 meta["tool_call_id"] = message["tool_call_id"]
             if len(parts) > 1:
                 meta["part"], meta["parts"] = number + 1, len(parts)
-            items.append(services.NewItem(role=message["role"], text=part, kind="context", meta=meta))
+            items.append(
+                services.NewItem(
+                    role=message["role"],
+                    text=part,
+                    kind="context",
+                    meta=meta,
+                    name=_speaker(message, entry.tool_name),
+                )
+            )
     if not items:
         return 0
     existing = set(

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
+
+from .engine.types import parse_moment
 
 RoleName = Literal["user", "assistant", "tool", "system"]
 KindName = Literal["history", "context"]
@@ -97,9 +99,32 @@ class SessionOut(Schema):
     embedding_model: str
 
 
+class SessionDetailOut(SessionOut):
+    unembedded: int = Field(
+        description="turns still waiting for their vector (the worker writes them shortly after an "
+        "append; recall finds such turns by their words meanwhile)"
+    )
+
+
 class SessionListOut(Schema):
     items: list[SessionOut]
     count: int
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 string with an offset, parsed (engine.types.parse_moment). Only a string: a
+    bare number could be seconds or milliseconds."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise PydanticCustomError("iso_time", "must be an ISO 8601 time string with an offset")
+    try:
+        return parse_moment(value)
+    except ValueError as exc:
+        raise PydanticCustomError("iso_time", "{problem}", {"problem": str(exc)}) from None
+
+
+Moment = Annotated[datetime | None, BeforeValidator(_moment)]
 
 
 class ItemIn(StrictIn):
@@ -107,6 +132,17 @@ class ItemIn(StrictIn):
     text: str
     kind: KindName = "history"
     protected: bool | None = None
+    name: str = Field(
+        "",
+        max_length=64,
+        description="who said it: a person's or an agent's name (as OpenAI messages' `name`)",
+    )
+    occurred_at: Moment = Field(
+        None, description="when it happened, ISO 8601 with an offset; default: when it arrives"
+    )
+    meta: dict[str, Any] | None = Field(
+        None, description="your own JSON object (at most 4 KB), stored and returned verbatim, never ranked"
+    )
 
 
 class BatchIn(StrictIn):
@@ -131,6 +167,9 @@ class BatchOut(Schema):
 class TurnOut(Schema):
     hash: str
     role: str
+    name: str
+    occurred_at: datetime
+    meta: dict[str, Any]
     text: str
     position: int
 
@@ -173,11 +212,16 @@ class RecallIn(StrictIn):
     match: Literal["semantic", "keyword"] = "semantic"
     policy: Literal["default", "procedural"] = "default"
     max_tokens: int | None = Field(None, ge=1, le=200_000)
+    since: Moment = Field(None, description="only turns that happened at or after this time (ISO 8601)")
+    until: Moment = Field(None, description="only turns that happened before this time (ISO 8601)")
 
 
 class RecallTurn(Schema):
     hash: str
     role: str
+    name: str
+    occurred_at: datetime
+    meta: dict[str, Any]
     text: str
     position: int
     hit: bool

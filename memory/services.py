@@ -13,7 +13,7 @@ import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -29,9 +29,9 @@ from .engine.compaction import Summarizer
 from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
 from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
-from .engine.types import KINDS, ROLES, Draft
-from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState
-from .store import DjangoTierStore, fts_delete, unembedded_items, vec_delete, vec_write
+from .engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
+from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState, offset_minutes
+from .store import DjangoTierStore, fts_delete, said_of, unembedded_items, vec_delete, vec_write
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,9 @@ class NewItem:
     kind: str = "history"
     protected: bool | None = None
     meta: dict[str, Any] | None = None
+    # Who said it, and when it happened (None: now, its arrival).
+    name: str = ""
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +171,14 @@ def _check_item(item: NewItem, index: int | None = None) -> None:
             f"{where}text is {len(item.text):,} characters; the limit is {settings.OTTO_MAX_ITEM_CHARS:,}",
             field=f"{where}text",
         )
+    problem = name_problem(item.name)
+    if problem:
+        raise Invalid(f"{where}name {problem}", field=f"{where}name")
+    if item.occurred_at is not None and item.occurred_at.utcoffset() is None:
+        raise Invalid(f"{where}occurred_at needs an offset (Z or +hh:mm)", field=f"{where}occurred_at")
+    problem = meta_problem(item.meta)
+    if problem:
+        raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
 
 
 def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
@@ -184,7 +195,14 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
         history_turns = 0
         for item in items:
             queue = queues.get(item.kind) or queues.setdefault(item.kind, queue_for(session, item.kind))
-            appended = queue.append(item.role, item.text, protected=item.protected, meta=item.meta)
+            appended = queue.append(
+                item.role,
+                item.text,
+                protected=item.protected,
+                meta=item.meta,
+                name=item.name,
+                occurred_at=item.occurred_at,
+            )
             compaction = None
             if appended.needs_compaction:
                 compaction = _compact_now(session, queue)
@@ -337,13 +355,7 @@ def embed_items(
         for r in rows:
             prev = before.get(r.position - 1)
             texts.append(
-                dense_text(
-                    r.chunk.text,
-                    r.role,
-                    r.meta,
-                    prev.chunk.text if prev else None,
-                    prev.meta if prev else None,
-                )
+                dense_text(said_of(r, r.chunk.text), said_of(prev, prev.chunk.text) if prev else None)
             )
         vectors = embedder.embed_documents(texts)
         with transaction.atomic():
@@ -650,7 +662,8 @@ def reset_session(*, session: Session, mode: str) -> None:
 # --- export / import ------------------------------------------------------------------------------
 
 EXPORT_FORMAT = "ottoweb.session"
-EXPORT_VERSION = 1
+# Version 2 added each turn's `name` and `occurred_at`; version 1 documents still import.
+EXPORT_VERSION = 2
 
 
 def export_session(session: Session) -> dict[str, Any]:
@@ -692,6 +705,8 @@ def export_session(session: Session) -> dict[str, Any]:
                 "hash": i.chunk.hash,
                 "text": i.chunk.text,
                 "protected": i.protected,
+                "name": i.name,
+                "occurred_at": i.when.isoformat(),
                 "meta": i.meta,
             }
             for i in pending
@@ -716,6 +731,8 @@ def export_session(session: Session) -> dict[str, Any]:
                 "role": i.role,
                 "hash": i.chunk.hash,
                 "protected": i.protected,
+                "name": i.name,
+                "occurred_at": i.when.isoformat(),
                 "meta": i.meta,
             }
             for i in archive
@@ -755,6 +772,8 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
                 chunk_of[h] = store.chunk_for(
                     Draft(role=entry["role"], text=texts[h], hash=h, tokens=tok.count_tokens(texts[h]))
                 )
+            # A version 1 document says nothing of when: its turns happened when they arrive.
+            when = entry.get("occurred_at") or timezone.now()
             item = Item.objects.create(
                 session=session,
                 kind=entry["kind"],
@@ -765,6 +784,9 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
                 protected=entry["protected"],
                 tokens=chunk_of[h].tokens,
                 meta=entry["meta"],
+                name=entry.get("name", ""),
+                occurred_at=when,
+                utc_offset=offset_minutes(when),
             )
             store.index_item(item, texts[h])
         Bullet.objects.bulk_create(

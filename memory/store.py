@@ -12,6 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -19,12 +20,13 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Q, Sum
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from .engine import bm25, retrieval
 from .engine.embeddings import Vectors, from_blob
-from .engine.retrieval import index_context
+from .engine.retrieval import Said, index_context
 from .engine.types import Bullet, Draft, Item, Tier, TierTotals
-from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState
+from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState, local_time, offset_minutes
 from .models import Bullet as BulletRow
 from .models import Item as ItemRow
 
@@ -40,7 +42,29 @@ def item_from_row(row: ItemRow) -> Item:
         tokens=row.tokens,
         protected=row.protected,
         meta=row.meta,
+        name=row.name,
+        occurred_at=row.when,
     )
+
+
+def said_of(row: ItemRow, text: str) -> Said:
+    """The item as ranking reads it (engine/retrieval.py)."""
+    return Said(text=text, role=row.role, name=row.name, occurred_at=row.when)
+
+
+def moment(value: Any) -> datetime:
+    """A datetime column read by raw SQL: PostgreSQL hands back an aware datetime, SQLite text."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def said_from_sql(text: str | None, role: str, name: str, occurred_at: Any, offset: int) -> Said | None:
+    """A Said from a raw row's columns; None for a row that is not there (a LEFT JOIN's miss)."""
+    if text is None:
+        return None
+    return Said(text=text, role=role, name=name or "", occurred_at=local_time(moment(occurred_at), offset))
 
 
 def bullet_from_row(row: BulletRow) -> Bullet:
@@ -107,6 +131,7 @@ class DjangoTierStore:
         state = self._state(kind, lock=True)
         position = state.next_position
         TierState.objects.filter(pk=state.pk).update(next_position=position + 1)
+        when = draft.occurred_at or timezone.now()
         row = ItemRow.objects.create(
             session=self.session,
             kind=kind,
@@ -117,6 +142,9 @@ class DjangoTierStore:
             protected=draft.protected,
             tokens=draft.tokens,
             meta=dict(draft.meta),
+            name=draft.name,
+            occurred_at=when,
+            utc_offset=offset_minutes(when),
         )
         self.index_item(row, draft.text)
         return Item(
@@ -127,6 +155,8 @@ class DjangoTierStore:
             tokens=draft.tokens,
             protected=draft.protected,
             meta=dict(draft.meta),
+            name=draft.name,
+            occurred_at=when,
         )
 
     def index_item(self, row: ItemRow, text: str) -> None:
@@ -145,10 +175,7 @@ class DjangoTierStore:
             kind=row.kind,
             body=text,
             context=index_context(
-                row.role,
-                row.meta,
-                previous.chunk.text if previous else None,
-                previous.meta if previous else None,
+                said_of(row, text), said_of(previous, previous.chunk.text) if previous else None
             ),
         )
 
@@ -213,38 +240,100 @@ class DjangoTierStore:
 # build each of these queries, 200 ids in an IN list, than the database took to answer it) ------
 
 
-def _speaker_sql() -> str:
-    return "i.meta->>'speaker'" if _postgres() else "json_extract(i.meta, '$.speaker')"
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """Recall's `since` (inclusive) and `until` (exclusive) on when turns happened; None is open."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def __bool__(self) -> bool:
+        return self.since is not None or self.until is not None
+
+    def sql(self, alias: str = "i") -> tuple[str, list[Any]]:
+        """An `AND …` clause on `alias.occurred_at`, and its parameters."""
+        clause, params = "", []
+        for bound, op in ((self.since, ">="), (self.until, "<")):
+            if bound is not None:
+                clause += f" AND {alias}.occurred_at {op} %s"
+                params.append(connection.ops.adapt_datetimefield_value(bound))
+        return clause, params
 
 
-def item_rows(session_pk: int, kind: str, item_ids: Sequence[int]) -> list[tuple[int, int, str, str, Any]]:
-    """(id, position, tier, chunk hash, speaker) of those of `item_ids` in the session and kind."""
+NO_BOUNDS = Bounds()
+
+
+def item_rows(
+    session_pk: int, kind: str, item_ids: Sequence[int], bounds: Bounds = NO_BOUNDS
+) -> list[tuple[int, int, str, str, Any]]:
+    """(id, position, tier, chunk hash, name) of those of `item_ids` in the session and kind
+    (and inside `bounds`)."""
     ids = [int(i) for i in item_ids]
     if not ids:
         return []
+    within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT i.id, i.position, i.tier, c.hash, {_speaker_sql()} FROM memory_item i "
+            "SELECT i.id, i.position, i.tier, c.hash, i.name FROM memory_item i "
             "JOIN memory_chunk c ON c.id = i.chunk_id "
-            f"WHERE i.session_id = %s AND i.kind = %s AND i.id IN ({_marks(ids)})",
-            [session_pk, kind, *ids],
+            f"WHERE i.session_id = %s AND i.kind = %s AND i.id IN ({_marks(ids)}){within}",
+            [session_pk, kind, *ids, *params],
         )
         return [(int(pk), int(pos), tier, h, speaker) for pk, pos, tier, h, speaker in cursor.fetchall()]
 
 
-def turn_rows(session_pk: int, kind: str, positions: Iterable[int]) -> list[tuple[int, str, str, str, int]]:
-    """(position, role, text, hash, tokens) of the session's items of `kind` at `positions`."""
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    position: int
+    role: str
+    text: str
+    hash: str
+    tokens: int
+    name: str
+    occurred_at: datetime
+    meta: dict[str, Any]
+
+
+def turn_rows(
+    session_pk: int, kind: str, positions: Iterable[int], bounds: Bounds = NO_BOUNDS
+) -> list[TurnRow]:
+    """The session's items of `kind` at `positions` (those inside `bounds`)."""
     wanted = sorted(int(p) for p in positions)
     if not wanted:
         return []
+    within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.position, i.role, c.text, c.hash, i.tokens FROM memory_item i "
-            "JOIN memory_chunk c ON c.id = i.chunk_id "
-            f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({_marks(wanted)})",
-            [session_pk, kind, *wanted],
+            "SELECT i.position, i.role, c.text, c.hash, i.tokens, i.name, i.occurred_at, i.utc_offset, "
+            "i.meta FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
+            f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({_marks(wanted)}){within}",
+            [session_pk, kind, *wanted, *params],
         )
-        return [(int(pos), role, text, h, int(tokens)) for pos, role, text, h, tokens in cursor.fetchall()]
+        return [
+            TurnRow(
+                position=int(pos),
+                role=role,
+                text=text,
+                hash=h,
+                tokens=int(tokens),
+                name=name,
+                occurred_at=local_time(moment(when), offset),
+                # SQLite hands JSON back as text; psycopg decodes it
+                meta=json.loads(meta) if isinstance(meta, str) else meta,
+            )
+            for pos, role, text, h, tokens, name, when, offset, meta in cursor.fetchall()
+        ]
+
+
+def items_within(session_pk: int, kind: str, bounds: Bounds) -> np.ndarray:
+    """Ids of the session's items of `kind` that happened inside `bounds`, sorted."""
+    within, params = bounds.sql()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT i.id FROM memory_item i WHERE i.session_id = %s AND i.kind = %s{within} ORDER BY i.id",
+            [session_pk, kind, *params],
+        )
+        return np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
 
 
 def _marks(values: Sequence[Any]) -> str:
@@ -317,14 +406,14 @@ def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: i
 
 
 def pending_speakers(session_pk: int, kind: str) -> set[str]:
-    """The speakers (item meta) of the session's live X and Y items of `kind`."""
+    """The names of the session's live X and Y items of `kind`."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT DISTINCT {_speaker_sql()} FROM memory_item i "
+            "SELECT DISTINCT i.name FROM memory_item i "
             "WHERE i.session_id = %s AND i.kind = %s AND i.tier IN (%s, %s)",
             [session_pk, kind, TIER_X, TIER_Y],
         )
-        return {name for (name,) in cursor.fetchall() if isinstance(name, str)}
+        return {name for (name,) in cursor.fetchall() if name}
 
 
 def item_texts(item_ids: Sequence[int]) -> dict[int, str]:
@@ -423,14 +512,30 @@ def fts_count(session_pk: int, kind: str) -> int:
 
 
 def fts_search(
-    session_pk: int, kind: str, query: str, *, every: bool, limit: int, context_weight: float
+    session_pk: int,
+    kind: str,
+    query: str,
+    *,
+    every: bool,
+    limit: int,
+    context_weight: float,
+    bounds: Bounds = NO_BOUNDS,
 ) -> list[tuple[int, float]]:
     """Item ids matching `query` inside one session and kind, best first (higher score better).
 
     `every`: each whitespace-separated piece must occur as an exact phrase; otherwise any word
     will do. `context_weight` 0 searches the turn's own words only (keyword match); above 0 the
-    speaker, date and previous turn help too (ranking for meaning).
+    speaker, date and previous turn help too (ranking for meaning). `bounds`: only turns that
+    happened inside them.
     """
+    within, within_params = bounds.sql()
+    # The items inside the bounds, as a subquery the index's rows are joined to.
+    inside = (
+        f" AND {{id}} IN (SELECT i.id FROM memory_item i WHERE i.session_id = %s AND i.kind = %s{within})"
+        if bounds
+        else ""
+    )
+    inside_params = [session_pk, kind, *within_params] if bounds else []
     if _sqlite():
         match = retrieval.fts_all(query) if every else retrieval.fts_any(query)
         if not match:
@@ -440,8 +545,8 @@ def fts_search(
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT rowid, bm25(memory_item_fts, 0.0, 1.0, %s) AS score FROM memory_item_fts "
-                "WHERE memory_item_fts MATCH %s ORDER BY score LIMIT %s",
-                [context_weight, expression, limit],
+                f"WHERE memory_item_fts MATCH %s{inside.format(id='rowid')} ORDER BY score LIMIT %s",
+                [context_weight, expression, *inside_params, limit],
             )
             return [(int(row[0]), -float(row[1])) for row in cursor.fetchall()]
     tsquery = retrieval.tsquery_all(query) if every else retrieval.tsquery_any(query)
@@ -452,8 +557,9 @@ def fts_search(
         cursor.execute(
             "SELECT item_id, ts_rank(body, q) + %s * ts_rank(ctx, q) AS score "
             "FROM memory_item_fts_pg, to_tsquery('simple', %s) AS q "
-            f"WHERE session_id = %s AND kind = %s AND {where} ORDER BY score DESC, item_id LIMIT %s",
-            [context_weight, tsquery, session_pk, kind, limit],
+            f"WHERE session_id = %s AND kind = %s AND {where}{inside.format(id='item_id')} "
+            "ORDER BY score DESC, item_id LIMIT %s",
+            [context_weight, tsquery, session_pk, kind, *inside_params, limit],
         )
         return [(int(row[0]), float(row[1])) for row in cursor.fetchall()]
 
@@ -612,16 +718,20 @@ class VectorCache(SessionCache[list[_Matrix]]):
     table = "memory_itemvector"
 
     def search(
-        self, session_pk: int, kind: str, query: np.ndarray, limit: int
+        self, session_pk: int, kind: str, query: np.ndarray, limit: int, among: np.ndarray | None = None
     ) -> list[tuple[int, float]] | None:
-        """Item ids nearest to `query`, best first; None when the session does not fit."""
+        """Item ids nearest to `query`, best first (only ids in `among`, when given); None when
+        the session does not fit."""
         parts = self.get(session_pk, kind, int(query.shape[-1]))
         if parts is None:
             return None
         item_ids = np.concatenate([p.item_ids for p in parts])
+        scores = np.concatenate([p.vectors @ query for p in parts])
+        if among is not None:
+            keep = np.isin(item_ids, among)
+            item_ids, scores = item_ids[keep], scores[keep]
         if not len(item_ids):
             return []
-        scores = np.concatenate([p.vectors @ query for p in parts])
         top = min(limit, len(scores))
         best = np.argpartition(-scores, top - 1)[:top]
         best = best[np.lexsort((best, -scores[best]))]
@@ -684,7 +794,8 @@ class KeywordCache(SessionCache[bm25.Index]):
     def _rows(self, session_pk: int, kind: str, since: int, newest: int) -> list[Any]:  # type: ignore[override]
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT i.id, i.role, i.meta, c.text, pc.text, p.meta FROM memory_item i "
+                "SELECT i.id, c.text, i.role, i.name, i.occurred_at, i.utc_offset, "
+                "pc.text, p.role, p.name, p.occurred_at, p.utc_offset FROM memory_item i "
                 "JOIN memory_chunk c ON c.id = i.chunk_id "
                 "LEFT JOIN memory_item p ON p.session_id = i.session_id AND p.kind = i.kind "
                 "AND p.position = i.position - 1 "
@@ -694,15 +805,10 @@ class KeywordCache(SessionCache[bm25.Index]):
             )
             rows = cursor.fetchall()
         docs = []
-        decoded: dict[str, Any] = {}  # most turns share their meta with many others: decode each once
-
-        def meta_of(raw: Any) -> Any:  # SQLite gives JSON text, PostgreSQL a dict already
-            if isinstance(raw, str) and raw not in decoded:
-                decoded[raw] = json.loads(raw)
-            return decoded[raw] if isinstance(raw, str) else raw
-
-        for pk, role, meta, text, previous_text, previous_meta in rows:
-            context = index_context(role, meta_of(meta), previous_text, meta_of(previous_meta))
+        for pk, text, *turn in rows:
+            said = said_from_sql(text, *turn[:4])
+            assert said is not None  # an inner join's row
+            context = index_context(said, said_from_sql(*turn[4:]))
             docs.append((int(pk), f"{text} {context}"))
         return docs
 
@@ -721,7 +827,13 @@ keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 
 
 def bm25_search(
-    session_pk: int, kind: str, query: str, *, limit: int, index: bm25.Index | None = None
+    session_pk: int,
+    kind: str,
+    query: str,
+    *,
+    limit: int,
+    index: bm25.Index | None = None,
+    among: np.ndarray | None = None,
 ) -> list[tuple[int, float]] | None:
     """Item ids holding any of the query's terms, best BM25 first (the item's words and its
     context, as `fts_search` with context_weight 1 ranks them); None when the session does not fit
@@ -730,11 +842,18 @@ def bm25_search(
     index = index if index is not None else keyword_cache.get(session_pk, kind)
     if index is None:
         return None
-    return index.search([w for t in retrieval.query_terms(query) for w in bm25.words(t)], limit)
+    return index.search([w for t in retrieval.query_terms(query) for w in bm25.words(t)], limit, among)
 
 
 def vec_search(
-    session_pk: int, kind: str, model: str | None, query: Vectors, *, limit: int
+    session_pk: int,
+    kind: str,
+    model: str | None,
+    query: Vectors,
+    *,
+    limit: int,
+    bounds: Bounds = NO_BOUNDS,
+    among: np.ndarray | None = None,
 ) -> list[tuple[int, float]]:
     """Item ids nearest to `query` among the session's vectors of `model`, best first (cosine).
 
@@ -747,10 +866,10 @@ def vec_search(
     dim = int(query.shape[-1])
     query = np.asarray(query, dtype=np.float32)
     if model is None:
-        found = vector_cache.search(session_pk, kind, query, limit)
+        found = vector_cache.search(session_pk, kind, query, limit, among if bounds else None)
         if found is not None:
             return found
-    if _sqlite():
+    if _sqlite() and not bounds:
         model_filter, params = ("", []) if model is None else (" AND model = %s", [model])
         with connection.cursor() as cursor:
             if not _has_vec_table(cursor, dim):
@@ -761,8 +880,13 @@ def vec_search(
                 [query.tobytes(), limit, session_pk, kind, *params],
             )
             return [(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()]
-    # No vector index here: exact search over the session's own vectors, which is one session's worth.
+    # No vector index here, or a time window (vec0 cannot filter on it): exact search over the
+    # session's own vectors (inside the window), which is one session's worth.
     vectors = ItemVector.objects.filter(session_id=session_pk, kind=kind)
+    if bounds.since is not None:
+        vectors = vectors.filter(item__occurred_at__gte=bounds.since)
+    if bounds.until is not None:
+        vectors = vectors.filter(item__occurred_at__lt=bounds.until)
     if model is not None:
         vectors = vectors.filter(model=model)
     rows = list(vectors.values_list("item_id", "vector"))

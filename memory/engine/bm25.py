@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 K1 = 1.2
 B = 0.75
@@ -188,8 +189,13 @@ class Index:
     def nbytes(self) -> int:
         return self.main.nbytes() + self.tail.nbytes()
 
-    def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """Document ids that hold any of `terms`, best BM25 first, with their scores."""
+    def search(
+        self, terms: Sequence[str], limit: int, among: npt.NDArray[np.int64] | None = None
+    ) -> list[tuple[int, float]]:
+        """Document ids that hold any of `terms`, best BM25 first, with their scores.
+
+        `among`: only these document ids may be returned (the word statistics stay the whole
+        index's, as they would be in FTS5 with a filter)."""
         total = len(self)
         if not total:
             return []
@@ -208,6 +214,8 @@ class Index:
                     rows, tf = found
                     rows = rows + shift if shift else rows
                     scores[rows] += idf * tf * (K1 + 1) / (tf + norm[rows])
+        if among is not None:
+            scores[~np.isin(self.ids, among)] = 0.0
         matched = int(np.count_nonzero(scores))
         top = min(limit, matched)
         if top == 0:

@@ -50,6 +50,8 @@ class InMemoryStore:
             tokens=draft.tokens,
             protected=draft.protected,
             meta=draft.meta,
+            name=draft.name,
+            occurred_at=draft.occurred_at,
         )
         s.next_position += 1
         return item

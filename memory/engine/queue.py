@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from . import tokens as tok
@@ -80,6 +81,8 @@ class TieredQueue:
         *,
         protected: bool | None = None,
         meta: Mapping[str, Any] | None = None,
+        name: str = "",
+        occurred_at: datetime | None = None,
     ) -> Draft:
         if protected is None:
             protected = default_protected(self.kind, role)
@@ -90,6 +93,8 @@ class TieredQueue:
             tokens=tok.count_tokens(text),
             protected=protected,
             meta=dict(meta or {}),
+            name=name,
+            occurred_at=occurred_at,
         )
 
     def append(
@@ -99,9 +104,11 @@ class TieredQueue:
         *,
         protected: bool | None = None,
         meta: Mapping[str, Any] | None = None,
+        name: str = "",
+        occurred_at: datetime | None = None,
     ) -> Appended:
         """Add one item; say whether Y now needs compaction (the caller decides when to run it)."""
-        draft = self.draft(role, text, protected=protected, meta=meta)
+        draft = self.draft(role, text, protected=protected, meta=meta, name=name, occurred_at=occurred_at)
         if self.kind == "context":
             return Appended(self.store.archive(self.kind, draft), False, False)
         item = self.store.add_to_x(self.kind, draft)

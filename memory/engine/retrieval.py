@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from . import tokens as tok
@@ -28,32 +29,56 @@ _STOP = frozenset(
 )
 
 
-def _same_thread(meta: Mapping[str, Any], previous_meta: Mapping[str, Any] | None) -> bool:
-    # A previous turn from another sitting (LoCoMo "session", or any caller's "thread") is not context.
-    if previous_meta is None:
-        return False
-    for key in ("session", "thread"):
-        if meta.get(key) != previous_meta.get(key):
-            return False
-    return True
+@dataclass(frozen=True, slots=True)
+class Said:
+    """A turn as ranking sees it: its words, and who said it when (for the turn and the one before)."""
+
+    text: str
+    role: str
+    name: str = ""
+    occurred_at: datetime | None = None
+
+    @property
+    def speaker(self) -> str:
+        return self.name or self.role
 
 
-def index_context(
-    role: str,
-    meta: Mapping[str, Any],
-    previous_text: str | None,
-    previous_meta: Mapping[str, Any] | None,
-) -> str:
+# A silence longer than this starts a new sitting: the turn before it is no longer its context.
+SITTING_GAP = timedelta(hours=3)
+
+
+def same_sitting(turn: Said, previous: Said) -> bool:
+    """Whether `previous` (the turn just before) belongs to the same sitting as `turn`.
+
+    Turns without a time (older rows, hand-made stores) are taken as one sitting.
+    """
+    if turn.occurred_at is None or previous.occurred_at is None:
+        return True
+    return abs(turn.occurred_at - previous.occurred_at) <= SITTING_GAP
+
+
+def spoken_date(when: datetime) -> str:
+    """A time as people write it, in its own offset: "1:56 pm on 8 May, 2023".
+
+    Indexed beside the turn, so a question naming a month, a year or a day finds the turns of that
+    day by their words.
+    """
+    hour = when.hour % 12 or 12
+    half = "am" if when.hour < 12 else "pm"
+    return f"{hour}:{when.minute:02d} {half} on {when.day} {when:%B}, {when.year}"
+
+
+def index_context(turn: Said, previous: Said | None) -> str:
     """Words that help find an item without being part of it: speaker, date, and the turn before.
 
     Many answers are replies that mean nothing without the turn before them; indexing the pair but
     returning (and charging) only the turn itself was the largest single gain measured on LoCoMo.
     """
-    parts = [str(meta.get("speaker") or role)]
-    if meta.get("date"):
-        parts.append(str(meta["date"]))
-    if previous_text and _same_thread(meta, previous_meta):
-        parts.append(previous_text)
+    parts = [turn.speaker]
+    if turn.occurred_at is not None:
+        parts.append(spoken_date(turn.occurred_at))
+    if previous is not None and previous.text and same_sitting(turn, previous):
+        parts.append(previous.text)
     return "\n".join(parts)
 
 
@@ -61,25 +86,19 @@ def index_context(
 PREVIOUS_CHARS = 400
 
 
-def dense_text(
-    text: str,
-    role: str,
-    meta: Mapping[str, Any],
-    previous_text: str | None,
-    previous_meta: Mapping[str, Any] | None,
-) -> str:
-    """What an item's vector is computed from: the turn before (same thread), then the turn.
+def dense_text(turn: Said, previous: Said | None) -> str:
+    """What an item's vector is computed from: the turn before (same sitting), then the turn.
 
     The turn before is cut to PREVIOUS_CHARS: the model reads only its first 256 tokens, and a long
     previous turn (a tool's output) would otherwise push the turn itself out of what it reads.
     """
-    speaker = str(meta.get("speaker") or role)
-    if previous_text and previous_meta is not None and _same_thread(meta, previous_meta):
-        before = str(previous_meta.get("speaker") or "")
-        if len(previous_text) > PREVIOUS_CHARS:
-            previous_text = previous_text[:PREVIOUS_CHARS] + " …"
-        return f"{before + ': ' if before else ''}{previous_text}\n{speaker}: {text}"
-    return f"{speaker}: {text}"
+    if previous is not None and previous.text and same_sitting(turn, previous):
+        before = previous.text
+        if len(before) > PREVIOUS_CHARS:
+            before = before[:PREVIOUS_CHARS] + " …"
+        label = f"{previous.name}: " if previous.name else ""
+        return f"{label}{before}\n{turn.speaker}: {turn.text}"
+    return f"{turn.speaker}: {turn.text}"
 
 
 def query_terms(query: str, *, drop_stopwords: bool = True) -> list[str]:
@@ -166,6 +185,10 @@ class Turn:
     text: str
     hash: str
     tokens: int
+    # Carried to the answer, not ranked here.
+    name: str = ""
+    occurred_at: datetime | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)

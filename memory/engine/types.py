@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant", "tool", "system"]
@@ -12,6 +14,62 @@ Tier = Literal["x", "y"]
 
 ROLES: tuple[str, ...] = ("user", "assistant", "tool", "system")
 KINDS: tuple[str, ...] = ("history", "context")
+
+# What an item may carry beside its text (`name_problem`, `meta_problem`).
+MAX_NAME_CHARS = 64
+MAX_META_BYTES = 4096
+MAX_META_DEPTH = 16
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot be a speaker's name, or None."""
+    if len(name) > MAX_NAME_CHARS:
+        return f"is {len(name)} characters; the limit is {MAX_NAME_CHARS}"
+    # A name is indexed and shown as "name: text": a line break in it could pose as another turn.
+    if any(c < " " or c == "\x7f" for c in name):
+        return "must not contain control characters or line breaks"
+    return None
+
+
+def meta_problem(meta: Any) -> str | None:
+    """Why `meta` cannot be stored as an item's meta, or None."""
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        return "must be a JSON object"
+
+    # Walked without recursion: a hostile document may nest hundreds of levels deep.
+    level: list[Any] = [meta]
+    for _ in range(MAX_META_DEPTH):
+        level = [
+            child
+            for value in level
+            for child in (value.values() if isinstance(value, dict) else value)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            break
+    else:
+        return f"nests deeper than {MAX_META_DEPTH} levels"
+    size = len(json.dumps(meta, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_META_BYTES:
+        return f"is {size:,} bytes as JSON; the limit is {MAX_META_BYTES:,}"
+    return None
+
+
+def parse_moment(value: str) -> datetime:
+    """An ISO 8601 time with an offset ("2023-05-08T13:56:00+02:00", "…Z"), as an aware datetime.
+
+    Raises ValueError saying what is wrong. A time without an offset could be anywhere on Earth:
+    it is refused rather than guessed.
+    """
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise ValueError("is not an ISO 8601 time (e.g. 2023-05-08T13:56:00+02:00)") from None
+    if parsed.utcoffset() is None:
+        raise ValueError("needs an offset: add Z or +hh:mm (e.g. 2023-05-08T13:56:00+02:00)")
+    return parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +82,18 @@ class Draft:
     tokens: int
     protected: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
+    # Who said it (a person's or an agent's name) and when it happened, as the caller told us.
+    name: str = ""
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Item:
-    """One appended turn, raw and verbatim. `position` orders a kind's items within a session."""
+    """One appended turn, raw and verbatim. `position` orders a kind's items within a session.
+
+    `meta` is the caller's own, stored and returned verbatim and never ranked; `name` and
+    `occurred_at` are what ranking reads (the speaker, and the date beside the turn).
+    """
 
     position: int
     role: str
@@ -37,6 +102,8 @@ class Item:
     tokens: int
     protected: bool = False
     meta: Mapping[str, Any] = field(default_factory=dict)
+    name: str = ""
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -155,9 +155,9 @@ def test_minilm_reads_its_trained_256_tokens_and_small_batches_embed_the_same():
 
 
 def test_a_long_previous_turn_cannot_push_the_turn_out_of_its_vector():
-    from memory.engine.retrieval import PREVIOUS_CHARS, dense_text
+    from memory.engine.retrieval import PREVIOUS_CHARS, Said, dense_text
 
     tool_output = "x" * 50_000
-    text = dense_text("The deploy finished.", "assistant", {}, tool_output, {})
+    text = dense_text(Said("The deploy finished.", "assistant"), Said(tool_output, "tool"))
     assert text.endswith("assistant: The deploy finished.")
     assert len(text) < PREVIOUS_CHARS + 100

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from memory import locomo
+from memory.evaluation.locomo_api import Answer
 
 
 class Command(BaseCommand):
@@ -46,6 +48,12 @@ class Command(BaseCommand):
         parser.add_argument("--conversations", default=None, help="comma-separated sample ids to run")
         parser.add_argument(
             "--max-questions", type=int, default=None, help="per conversation, for quick runs"
+        )
+        parser.add_argument(
+            "--via-api",
+            action="store_true",
+            help="replay and ask over HTTP through the public API only (a web server and a worker "
+            "are started on the private data folder)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -78,10 +86,6 @@ class Command(BaseCommand):
         return done.returncode
 
     def _run(self, options: dict[str, Any]) -> None:
-        from memory import services
-        from memory.models import Chunk
-        from memory.recall import recall
-
         data = json.loads(Path(options["data"]).read_text())
         conversations = locomo.load(data)
         if options["conversations"]:
@@ -90,54 +94,46 @@ class Command(BaseCommand):
         x_budget = options["x_budget"] or settings.OTTO_X_BUDGET
         y_budget = options["y_budget"] or settings.OTTO_Y_BUDGET
         user, _ = get_user_model().objects.get_or_create(username="eval-memory")
+        path = _ApiPath(user, options) if options["via_api"] else _ServicesPath(user, options)
         outcomes: list[locomo.Outcome] = []
         generations = 0
         dropped = 0
-        model = ""
-        for conv in conversations:
-            dropped += len(conv.dropped_evidence)
-            session, position_of = _replay(conv, user, x_budget, y_budget)
-            model = session.embedding_model
-            services.embed_items(session=session, kind="history")
-            state = session.tier_states.get(kind="history")
-            generations += state.generation
-            text_of = {t.dia_id: t.text for t in conv.turns}
-            stored = set(Chunk.objects.filter(session=session).values_list("text", flat=True))
-            questions = (
-                conv.questions[: options["max_questions"]] if options["max_questions"] else conv.questions
-            )
-            for q in questions:
-                started = time.perf_counter()
-                answer = recall(
-                    session,
-                    query=q.question,
-                    kind="history",
-                    match=options["match"],
-                    max_tokens=options["max_tokens"],
+        try:
+            for conv in conversations:
+                dropped += len(conv.dropped_evidence)
+                position_of, ask, conv_generations = path.replay(conv, x_budget, y_budget)
+                generations += conv_generations
+                text_of = {t.dia_id: t.text for t in conv.turns}
+                stored = path.stored_texts(conv)
+                questions = (
+                    conv.questions[: options["max_questions"]] if options["max_questions"] else conv.questions
                 )
-                latency = (time.perf_counter() - started) * 1000
-                returned = {t["position"] for p in answer["results"]["history"] for t in p["turns"]}
-                found = [position_of[e] in returned for e in q.evidence]
-                outcomes.append(
-                    locomo.Outcome(
-                        category=q.category,
-                        stored=all(text_of[e] in stored for e in q.evidence),
-                        strict=all(found),
-                        per_turn=sum(found) / len(found),
-                        tokens=answer["tokens"],
-                        latency_ms=latency,
-                        question=q.question,
-                        evidence=q.evidence,
-                        returned=tuple(
-                            t["text"] for p in answer["results"]["history"] for t in p["turns"] if t["hit"]
-                        ),
+                for q in questions:
+                    answer = ask(q.question)
+                    found = [position_of[e] in answer.returned for e in q.evidence]
+                    outcomes.append(
+                        locomo.Outcome(
+                            conversation=conv.sample_id,
+                            category=q.category,
+                            stored=all(text_of[e] in stored for e in q.evidence),
+                            strict=all(found),
+                            per_turn=sum(found) / len(found),
+                            tokens=answer.tokens,
+                            latency_ms=answer.latency_ms,
+                            question=q.question,
+                            evidence=q.evidence,
+                            returned=answer.hits,
+                        )
                     )
-                )
-                if options["show_items"] == "all" or (options["show_items"] == "failures" and not all(found)):
-                    self.stdout.write(f"\n[{locomo.CATEGORIES[q.category]}] {q.question}")
-                    for e in q.evidence:
-                        mark = "+" if position_of[e] in returned else "-"
-                        self.stdout.write(f"  {mark} {e}: {text_of[e][:160]}")
+                    if options["show_items"] == "all" or (
+                        options["show_items"] == "failures" and not all(found)
+                    ):
+                        self.stdout.write(f"\n[{locomo.CATEGORIES[q.category]}] {q.question}")
+                        for e in q.evidence:
+                            mark = "+" if position_of[e] in answer.returned else "-"
+                            self.stdout.write(f"  {mark} {e}: {text_of[e][:160]}")
+        finally:
+            path.close()
         if generations == 0:
             self.stderr.write(
                 f"no compaction fired at x-budget {x_budget} / y-budget {y_budget}: every turn stayed in the "
@@ -150,20 +146,113 @@ class Command(BaseCommand):
             {
                 "budgets": {"x": x_budget, "y": y_budget, "max_tokens": options["max_tokens"]},
                 "generations": generations,
-                "model": model,
+                "model": path.model,
+                "via": "api" if options["via_api"] else "services",
                 "dropped_evidence": dropped,
                 "conversations": [c.sample_id for c in conversations],
+                "leave_two_out": locomo.leave_two_out(outcomes),
             }
         )
         self.stdout.write(
-            f"\neval_memory: {len(conversations)} conversation(s), {figures['n']} scored questions, "
+            f"\neval_memory ({'over HTTP, public API only' if options['via_api'] else 'services in process'}): "
+            f"{len(conversations)} conversation(s), {figures['n']} scored questions, "
             f"{generations} compaction generations, x/y budgets {x_budget}/{y_budget}, "
-            f"recall budget {options['max_tokens']} tokens, model {model}, "
+            f"recall budget {options['max_tokens']} tokens, model {path.model}, "
             f"{dropped} evidence id(s) naming no turn dropped"
         )
         self.stdout.write(locomo.table(figures))
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2))
+
+
+class _ServicesPath:
+    """Replay and ask through the services in this process (`services.append_items`, `recall`)."""
+
+    def __init__(self, user: Any, options: dict[str, Any]) -> None:
+        self.user = user
+        self.options = options
+        self.model = ""
+        self.session: Any = None
+
+    def replay(
+        self, conv: locomo.Conversation, x_budget: int, y_budget: int
+    ) -> tuple[dict[str, int], Callable[[str], Answer], int]:
+        from memory import services
+        from memory.recall import recall
+
+        session, position_of = _replay(conv, self.user, x_budget, y_budget)
+        self.session, self.model = session, session.embedding_model
+        services.embed_items(session=session, kind="history")
+
+        def ask(question: str) -> Answer:
+            started = time.perf_counter()
+            answer = recall(
+                session,
+                query=question,
+                kind="history",
+                match=self.options["match"],
+                max_tokens=self.options["max_tokens"],
+            )
+            turns = [t for p in answer["results"]["history"] for t in p["turns"]]
+            return Answer(
+                returned=frozenset(t["position"] for t in turns),
+                hits=tuple(t["text"] for t in turns if t["hit"]),
+                tokens=answer["tokens"],
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
+
+        return position_of, ask, session.tier_states.get(kind="history").generation
+
+    def stored_texts(self, conv: locomo.Conversation) -> set[str]:
+        from memory.models import Chunk
+
+        return set(Chunk.objects.filter(session=self.session).values_list("text", flat=True))
+
+    def close(self) -> None:
+        pass
+
+
+class _ApiPath:
+    """Replay and ask over HTTP, the public API only, against a web server and a worker started
+    here on the private data folder (memory/evaluation/locomo_api.py)."""
+
+    def __init__(self, user: Any, options: dict[str, Any]) -> None:
+        from memory import services
+        from memory.evaluation.processes import WebServer, Worker
+
+        self.options = options
+        self.server = WebServer(services.issue_token(user=user, name="eval-memory")[1])
+        try:
+            self.worker = Worker()
+        except BaseException:
+            self.server.stop()
+            raise
+        self.model = ""
+        self.sid = ""
+
+    def replay(
+        self, conv: locomo.Conversation, x_budget: int, y_budget: int
+    ) -> tuple[dict[str, int], Callable[[str], Answer], int]:
+        from memory.evaluation import locomo_api
+
+        self.sid = f"{conv.sample_id}-{int(time.time() * 1000)}"
+        position_of, generations = locomo_api.replay(
+            self.server, conv, sid=self.sid, x_budget=x_budget, y_budget=y_budget
+        )
+        self.model = self.server.expect(200, "GET", f"/api/v1/sessions/{self.sid}")["embedding_model"]
+        ask = locomo_api.asker(
+            self.server, self.sid, match=self.options["match"], max_tokens=self.options["max_tokens"]
+        )
+        return position_of, ask, generations
+
+    def stored_texts(self, conv: locomo.Conversation) -> set[str]:
+        # What the session holds, as its export (the public API's whole copy) says.
+        document = self.server.expect(200, "GET", f"/api/v1/sessions/{self.sid}/export")
+        return {c["text"] for c in document["chunks"]} | {p["text"] for p in document["pending"]}
+
+    def close(self) -> None:
+        self.worker.stop()
+        self.server.stop()
 
 
 def _as_argv(options: dict[str, Any]) -> list[str]:
@@ -186,6 +275,8 @@ def _as_argv(options: dict[str, Any]) -> list[str]:
             argv += [f"--{name.replace('_', '-')}", str(value)]
     if options.get("json_out"):
         argv += ["--json", str(Path(options["json_out"]).resolve())]
+    if options.get("via_api"):
+        argv.append("--via-api")
     return argv
 
 
@@ -210,11 +301,16 @@ def _replay(conv: locomo.Conversation, user: Any, x_budget: int, y_budget: int) 
     position_of: dict[str, int] = {}
     for turn in conv.turns:
         role = "user" if turn.speaker == conv.speakers[0] else "assistant"
-        meta = {"speaker": turn.speaker, "session": turn.session, "date": turn.date, "dia_id": turn.dia_id}
         # Both LoCoMo speakers are people; protecting one side would keep half the conversation
         # verbatim and measure nothing about compaction.
-        outcome = services.append_items(
-            session=session, items=[services.NewItem(role=role, text=turn.text, protected=False, meta=meta)]
-        )[0]
+        item = services.NewItem(
+            role=role,
+            text=turn.text,
+            protected=False,
+            name=turn.speaker,
+            occurred_at=turn.occurred_at,
+            meta={"dia_id": turn.dia_id},
+        )
+        outcome = services.append_items(session=session, items=[item])[0]
         position_of[turn.dia_id] = outcome.position
     return session, position_of

@@ -1,0 +1,1 @@
+"""Measurements, apart from the product: benchmarks, LoCoMo replays, load generation."""
