@@ -47,6 +47,7 @@ ERRORS = {
     409: ErrorOut,
     413: ErrorOut,
     422: ErrorOut,
+    429: ErrorOut,
     503: ErrorOut,
 }
 

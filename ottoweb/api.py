@@ -70,7 +70,11 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 @api.exception_handler(ServiceError)
 def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     extra = {"field": exc.field} if exc.field else {}
-    return error(request, exc.status, exc.detail, exc.code, **extra)
+    response = error(request, exc.status, exc.detail, exc.code, **extra)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @api.exception_handler(Http404)

@@ -184,6 +184,11 @@ OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")
 # Recall ranks a recently searched session's vectors from a matrix held in the process (memory/store.py
 # VectorCache), up to this many MB of them; a session that does not fit is searched in sqlite-vec.
 OTTO_VECTOR_CACHE_MB = envint("OTTO_VECTOR_CACHE_MB", 96)
+# Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
+OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
+# The worker embeds every turn still without a vector this often (0: never), whatever left it
+# behind: a lost task, a restart, a database error that outlasted every retry.
+OTTO_EMBED_SWEEP_SECONDS = envint("OTTO_EMBED_SWEEP_SECONDS", 300)
 OTTO_MODEL_WINDOWS_URL = envstr("OTTO_MODEL_WINDOWS_URL", "")  # in-run compaction's window table
 
 # --- celery ---------------------------------------------------------------------------------------
