@@ -151,11 +151,18 @@ def revoke_token(*, token: ApiToken) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
+# Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
+# and /sessions/import is the import route.
+UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
+
+
 def check_session_id(sid: str) -> None:
     if not SESSION_ID.match(sid):
         raise Invalid(
             "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
         )
+    if sid in UNADDRESSABLE_IDS:
+        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field="id")
 
 
 def create_session(

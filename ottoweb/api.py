@@ -15,6 +15,8 @@ from memory.api import router as memory_router
 from memory.auth import TokenAuth
 from memory.services import ServiceError
 
+from .parsing import BoundedParser, TooDeep
+
 log = logging.getLogger(__name__)
 
 api = NinjaAPI(
@@ -25,6 +27,7 @@ api = NinjaAPI(
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
+    parser=BoundedParser(),
 )
 
 
@@ -84,6 +87,10 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, TooDeep):
+        # ninja turns any parser exception into a 400 "Cannot parse request body"; this one is
+        # valid JSON the server refuses, and says why.
+        return error(request, 422, str(exc.__cause__), "invalid", field="body")
     return error(request, exc.status_code, str(exc), "http_error")
 
 

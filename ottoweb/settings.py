@@ -160,6 +160,8 @@ SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
 
 # Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
+OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
 # An import document larger than this answers 422 before it is read.
 OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 25 * 1024 * 1024)
 

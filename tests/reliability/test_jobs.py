@@ -154,3 +154,38 @@ def test_vectors_whose_write_meets_a_held_write_lock_are_written_once_it_is_rele
         instance.close()
 
     assert counts == [(40, 40)]
+
+
+def test_one_users_queued_reembeds_delay_another_users_compaction_by_at_most_one_job(tmp_path):
+    instance = Instance(tmp_path / "data", OTTO_COMPACTION="job", OTTO_EMBEDDING_MODEL="wordllama")
+    bob = instance.manage("create_token", "bob").strip()
+    try:
+        instance.start_web()
+        for n in range(8):
+            instance.request("POST", "/api/v1/sessions", {"id": f"a{n}"})
+            turns = [
+                {"role": "assistant", "text": f"note {n}.{k}: shard {k % 7} is green"} for k in range(400)
+            ]
+            instance.request("POST", f"/api/v1/sessions/a{n}/items/batch", {"items": turns})
+        alice_token, instance.token = instance.token, bob
+        instance.request("POST", "/api/v1/sessions", {"id": "b", "x_budget": 60, "y_budget": 200})
+        instance.token = alice_token
+        # Alice's eight re-embeddings are in the queue before Bob's session overflows.
+        for n in range(8):
+            status, _ = instance.request("POST", f"/api/v1/sessions/a{n}/reembed", {})
+            assert status == 202
+        instance.token = bob
+        job_id, _ = append_until_compaction(instance, sid="b")
+        instance.start_worker()
+        bobs = instance.wait_for_job(job_id, timeout=300)
+        instance.token = alice_token
+        before = instance.read(
+            "SELECT count(*) FROM memory_job WHERE kind = 'reembed' AND finished_at IS NOT NULL "
+            "AND finished_at < (SELECT finished_at FROM memory_job WHERE id = ?)",
+            job_id,
+        )
+    finally:
+        instance.close()
+
+    assert bobs["status"] == "done"
+    assert before[0][0] <= 1
