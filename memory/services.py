@@ -561,6 +561,31 @@ def enqueue_compaction(*, session: Session) -> Job:
     return job
 
 
+def _check_model_spec(model: str) -> None:
+    """Refuse a model spec that names nothing, or a folder outside OTTO_MODEL_DIRS.
+
+    Any token holder can name a model: a free folder would let them make the worker load files
+    from anywhere on its machine, and an error quoting the path would tell them what exists there.
+    The answer names the model, never a path.
+    """
+    from .engine.embeddings import build
+
+    name, _, folder = model.partition("@")
+    if folder and model.startswith("fastembed:"):
+        target = os.path.realpath(folder)
+        allowed = [os.path.realpath(d) for d in settings.OTTO_MODEL_DIRS]
+        if not any(target == d or target.startswith(d + os.sep) for d in allowed):
+            raise Invalid(
+                f"model {name!r}: its folder is not one of the configured model folders (OTTO_MODEL_DIRS)",
+                field="model",
+            )
+    try:
+        canonical(model)
+        build(model)
+    except ValueError:
+        raise Invalid(f"model {name!r} is not a model this server knows", field="model") from None
+
+
 def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
     """A re-embedding job for the session, sent on commit. Refuses a model that names nothing.
 
@@ -570,13 +595,7 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
     from . import tasks
 
     if model:
-        try:
-            canonical(model)
-            from .engine.embeddings import build
-
-            build(model)
-        except ValueError as exc:
-            raise Invalid(str(exc), field="model") from None
+        _check_model_spec(model)
     params = {"model": model} if model else {}
     with transaction.atomic():
         queued = Job.objects.filter(session=session, kind="reembed", status=Job.QUEUED).first()

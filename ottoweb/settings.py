@@ -186,6 +186,16 @@ OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")
 # Recall ranks a recently searched session's vectors from a matrix held in the process (memory/store.py
 # VectorCache), up to this many MB of them; a session that does not fit is searched in sqlite-vec.
 OTTO_VECTOR_CACHE_MB = envint("OTTO_VECTOR_CACHE_MB", 96)
+# Folders a re-embedding's `fastembed:<model>@<folder>` may name (comma-separated); any other is refused.
+OTTO_MODEL_DIRS = [
+    d
+    for d in envstr("OTTO_MODEL_DIRS", str(DATA_DIR / "models") + "," + str(DATA_DIR / "fastembed")).split(
+        ","
+    )
+    if d
+]
+# Keyword recall's last resort, a substring scan, only for queries up to this many characters.
+OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)
 # Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
 OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
 # The worker embeds every turn still without a vector this often (0: never), whatever left it

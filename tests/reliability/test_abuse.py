@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from memory.models import AuditEntry, Item, Session
+from memory.models import AuditEntry, Item, Job, Session
 
 DEEP = '{"a": ' * 5000 + "1" + "}" * 5000
 DEEP_LIST = "[" * 5000 + "]" * 5000
@@ -114,3 +114,35 @@ def test_300_anonymous_requests_write_no_audit_row(db):
     assert statuses == {401, 404, 410}
     assert AuditEntry.objects.count() == 0
     assert sum(audit.anonymous_refusals.values()) == 300
+
+
+def test_a_substring_scan_is_made_only_for_queries_up_to_the_bound(alice_api, settings):
+    # One token of 600 characters: only a substring scan finds a piece of it.
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+    alice_api.post(
+        "/api/v1/sessions/s/items", {"role": "tool", "kind": "context", "text": "blob " + "abc" * 200}
+    )
+
+    def hits(query: str) -> int:
+        body = {"query": query, "match": "keyword", "kind": "context"}
+        return len(alice_api.post("/api/v1/sessions/s/recall", body).json()["results"]["context"])
+
+    within, beyond = hits("bca" * 66), hits("bca" * 67)
+
+    assert settings.OTTO_SUBSTRING_MAX_CHARS == 200
+    assert (within, beyond) == (1, 0)
+
+
+@pytest.mark.parametrize("folder", ["/etc", "/tmp/../etc/ssl", "relative/models"])
+def test_a_reembed_naming_a_folder_outside_the_model_folders_is_refused_without_the_path(alice_api, folder):
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+
+    response = alice_api.post("/api/v1/sessions/s/reembed", {"model": f"fastembed:some/model@{folder}"})
+
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": "model 'fastembed:some/model': its folder is not one of the configured model folders (OTTO_MODEL_DIRS)",
+        "code": "invalid",
+        "field": "model",
+    }
+    assert Job.objects.count() == 0
