@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from django.conf import settings
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import Field
+
+from ottoweb import parsing
 
 from . import services
 from .context import session_context, session_summary
@@ -81,7 +82,7 @@ def create_session(request: HttpRequest, body: SessionIn):
 
 
 # Before /sessions/{sid}: Django would otherwise match "import" as a session id.
-@router.post("/sessions/import", response={201: SessionOut, **ERRORS})
+@router.post("/sessions/import", response={201: SessionOut, 429: ErrorOut, **ERRORS})
 def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (the contract's name)
     """The body is a session document (GET …/export); validated whole before anything is written."""
     limit = settings.OTTO_MAX_IMPORT_BYTES
@@ -89,7 +90,9 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
     if size > limit:
         raise services.Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
     try:
-        document = json.loads(request.body)
+        document = parsing.loads(request.body)
+    except parsing.TooDeep as exc:
+        raise services.Invalid(str(exc), field="$") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise services.Invalid(f"the document is not valid JSON ({exc})", field="$") from None
     session = services.import_session(user=request.auth.user, document=document, sid=id)  # type: ignore[attr-defined]
@@ -191,7 +194,7 @@ def export_session(request: HttpRequest, sid: str):
     return services.export_session(get_session(request, sid))
 
 
-@router.post("/sessions/{sid}/reembed", response={202: JobRef, **ERRORS})
+@router.post("/sessions/{sid}/reembed", response={202: JobRef, 429: ErrorOut, **ERRORS})
 def reembed(request: HttpRequest, sid: str, body: ReembedIn | None = None):
     job = services.enqueue_reembed(session=get_session(request, sid), model=body.model if body else None)
     return Status(202, {"job_id": job.id})

@@ -8,6 +8,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
+from ottoweb import parsing
+
 from .services import SESSION_ID
 
 MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
@@ -67,7 +69,9 @@ class ImportForm(forms.Form):
                 f"The file is {upload.size:,} bytes; the limit is {limit:,}.", code="too_large"
             )
         try:
-            document = json.loads(upload.read().decode("utf-8"))
+            document = parsing.loads(upload.read().decode("utf-8"))
+        except parsing.TooDeep as exc:
+            raise forms.ValidationError(f"The file is refused: {exc}.", code="too_deep") from None
         except UnicodeDecodeError:
             raise forms.ValidationError("The file is not UTF-8 text.", code="not_text") from None
         except json.JSONDecodeError as exc:

@@ -19,6 +19,8 @@ from datetime import datetime
 from functools import cached_property, lru_cache
 from typing import Any
 
+from django.conf import settings
+
 from . import services
 from .engine import bm25, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors
@@ -176,7 +178,10 @@ def _keyword(sc: _Scope, query: str, limit: int) -> list[tuple[str, int, float]]
     if not hits:
         hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0, bounds=bounds)
     ranked = sc.ranked(hits)
-    if ranked or not query.strip():
+    if ranked or not query.strip() or len(query.strip()) > settings.OTTO_SUBSTRING_MAX_CHARS:
+        # A scan's cost is text length × query length (a 10,000-character query against a
+        # 1,000,000-character tool output took 12 s); a piece of a token is short, so a longer
+        # query is answered by the word searches alone.
         return ranked
     # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first.
     rows = (

@@ -11,14 +11,14 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -31,9 +31,45 @@ from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
 from .engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
 from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState, offset_minutes
-from .store import DjangoTierStore, fts_delete, said_of, unembedded_items, vec_delete, vec_write
+from .store import (
+    DjangoTierStore,
+    fts_delete,
+    said_of,
+    sessions_missing_vectors,
+    unembedded_items,
+    vec_delete,
+    vec_write,
+)
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# A job's claim, load, rounds, progress and finish, and the worker's vector writes, meet database
+# errors that pass: SQLite's "database is locked" behind a long writer (each try already waits
+# busy_timeout), a PostgreSQL connection that went away. Raised out of a task, such an error was
+# acknowledged by Celery and the job stayed `queued` for good; each is tried again after these pauses.
+DB_RETRY_PAUSES: tuple[float, ...] = (0.5, 1, 2, 4, 8, 16, 30)
+
+
+def with_db_retry(what: str, call: Callable[[], T]) -> T:
+    """`call()`, tried again with backoff while it raises DatabaseError; the last error is raised.
+
+    Only for work that is safe to repeat and runs outside any transaction (a failed transaction
+    has rolled back whole, so trying it again is trying it once).
+    """
+    for pause in DB_RETRY_PAUSES:
+        try:
+            return call()
+        except DatabaseError as exc:
+            if connection.in_atomic_block:
+                raise  # the enclosing transaction is spoilt: whoever opened it retries
+            log.warning("%s: %s; trying again in %s s", what, exc, pause)
+            # A connection the error broke (PostgreSQL restarted) is replaced on the next query.
+            connection.close_if_unusable_or_obsolete()
+            time.sleep(pause)
+    return call()
+
 
 # \Z, not $: "$" also matches before a trailing newline, which would let "demo\n" through.
 SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
@@ -64,6 +100,14 @@ class Conflict(ServiceError):
 class NotFound(ServiceError):
     status = 404
     code = "not_found"
+
+
+class TooManyJobs(ServiceError):
+    """The user already has OTTO_MAX_QUEUED_JOBS jobs waiting; answered 429 with Retry-After."""
+
+    status = 429
+    code = "too_many_jobs"
+    retry_after = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +155,18 @@ def revoke_token(*, token: ApiToken) -> None:
     ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
+# Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
+# and /sessions/import is the import route.
+UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
+
+
 def check_session_id(sid: str) -> None:
     if not SESSION_ID.match(sid):
         raise Invalid(
             "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
         )
+    if sid in UNADDRESSABLE_IDS:
+        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field="id")
 
 
 def create_session(
@@ -255,11 +306,38 @@ def _schedule_embedding(session: Session, kind: str) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def embed_pending(*, session_pk: int, kind: str) -> None:
-    """The worker's half of `_schedule_embedding`: vectors for the session's items that lack one."""
-    session = Session.objects.filter(pk=session_pk).first()
-    if session is not None:  # else deleted meanwhile
-        _embed_quietly(session, kind)
+def embed_pending(*, session_pk: int, kind: str) -> int:
+    """The worker's half of `_schedule_embedding`: vectors for the session's items that lack one.
+
+    A database error is tried again with backoff, then raised (the task sends itself again, and
+    `embed_missing` sweeps up whatever is left); a model that cannot be loaded is logged: recall
+    says it is degraded.
+    """
+    session = with_db_retry("embed: load", lambda: Session.objects.filter(pk=session_pk).first())
+    if session is None:
+        return 0  # deleted meanwhile
+    try:
+        return with_db_retry(
+            f"session {session.sid}: vectors", lambda: embed_items(session=session, kind=kind)
+        )
+    except EmbeddingUnavailable as exc:
+        log.warning("session %s: vectors not written: %s", session.sid, exc)
+        return 0
+
+
+def embed_missing() -> int:
+    """The periodic sweep: vectors for every item of every session that still has none.
+
+    Catches what a worker restart, a lost task or a database error that outlasted every retry
+    left behind; idempotent, and cheap when nothing is missing (one anti-join).
+    """
+    done = 0
+    for session_pk, kind in with_db_retry("sweep", sessions_missing_vectors):
+        try:
+            done += embed_pending(session_pk=session_pk, kind=kind)
+        except DatabaseError as exc:
+            log.warning("sweep: session %s %s: vectors not written: %s", session_pk, kind, exc)
+    return done
 
 
 # A recall in job mode looks for stragglers among this many newest items: an anti-join over a
@@ -449,6 +527,14 @@ def _claim_is_stale(job: Job) -> bool:
     return False
 
 
+def _job_is_dead(job: Job) -> bool:
+    """A queued job no worker took within the lease (its message lost), or a running one whose
+    worker is gone or silent (`_claim_is_stale`)."""
+    if job.status == Job.QUEUED:
+        return timezone.now() - job.created_at > JOB_LEASE
+    return _claim_is_stale(job)
+
+
 def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = None) -> Job:
     return Job.objects.create(
         id=secrets.token_hex(8), user_id=session.user_id, session=session, kind=kind, params=params or {}
@@ -473,28 +559,100 @@ def enqueue_compaction(*, session: Session) -> Job:
     from . import tasks
 
     existing = Job.objects.filter(session=session, kind="compact").unfinished().first()
-    if existing is not None:
+    if existing is not None and not _job_is_dead(existing):
         return existing
     job = _new_job(session=session, kind="compact")
+    if existing is not None:
+        # Handing it back would stall the session for good: every later overflow would answer the
+        # same dead id and nothing would compact again. It is failed with its reason instead.
+        Job.objects.filter(pk=existing.pk, status=existing.status).update(
+            status=Job.FAILED,
+            error=f"abandoned: no worker finished it within {JOB_LEASE}; job {job.id} replaces it",
+            finished_at=timezone.now(),
+        )
     _send_on_commit(tasks.compact_session_task, job_id=job.id)
     return job
 
 
+def _check_model_spec(model: str) -> None:
+    """Refuse a model spec that names nothing, or a folder outside OTTO_MODEL_DIRS.
+
+    Any token holder can name a model: a free folder would let them make the worker load files
+    from anywhere on its machine, and an error quoting the path would tell them what exists there.
+    The answer names the model, never a path.
+    """
+    from .engine.embeddings import build
+
+    name, _, folder = model.partition("@")
+    if folder and model.startswith("fastembed:"):
+        target = os.path.realpath(folder)
+        allowed = [os.path.realpath(d) for d in settings.OTTO_MODEL_DIRS]
+        if not any(target == d or target.startswith(d + os.sep) for d in allowed):
+            raise Invalid(
+                f"model {name!r}: its folder is not one of the configured model folders (OTTO_MODEL_DIRS)",
+                field="model",
+            )
+    try:
+        canonical(model)
+        build(model)
+    except ValueError:
+        raise Invalid(f"model {name!r} is not a model this server knows", field="model") from None
+
+
 def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
-    """A re-embedding job for the session, sent on commit. Refuses a model that names nothing."""
+    """A re-embedding job for the session, sent on commit. Refuses a model that names nothing.
+
+    At most one queued re-embedding per session: a second request answers the queued job (with
+    the model it now asks for). Beyond OTTO_MAX_QUEUED_JOBS queued jobs of the user: TooManyJobs.
+    """
     from . import tasks
 
     if model:
-        try:
-            canonical(model)
-            from .engine.embeddings import build
-
-            build(model)
-        except ValueError as exc:
-            raise Invalid(str(exc), field="model") from None
-    job = _new_job(session=session, kind="reembed", params={"model": model} if model else {})
-    _send_on_commit(tasks.reembed_session_task, job_id=job.id)
+        _check_model_spec(model)
+    params = {"model": model} if model else {}
+    with transaction.atomic():
+        queued = Job.objects.filter(session=session, kind="reembed", status=Job.QUEUED).first()
+        if queued is not None and not _job_is_dead(queued):
+            if queued.params != params:
+                Job.objects.filter(pk=queued.pk, status=Job.QUEUED).update(params=params)
+                queued.params = params
+            return queued
+        limit = settings.OTTO_MAX_QUEUED_JOBS
+        waiting = Job.objects.filter(user_id=session.user_id, status=Job.QUEUED).count()
+        if waiting >= limit:
+            raise TooManyJobs(
+                f"{waiting} of your jobs are waiting for the worker (the limit is {limit}); "
+                "try again once some have run"
+            )
+        job = _new_job(session=session, kind="reembed", params=params)
+        _send_on_commit(tasks.reembed_session_task, job_id=job.id)
     return job
+
+
+def run_due_compactions(*, worker: str, limit: int = 100) -> int:
+    """Run the queued compaction jobs of every user, oldest first, before a long job starts.
+
+    Compactions are what keep a session inside its budget, and each is short; a re-embedding can
+    take minutes and one user may queue many. Whatever the broker's order, a compaction thus
+    waits for at most the one job that is running when it is queued. Safe beside other workers:
+    each is claimed, so one runs it and the others skip it.
+    """
+    ids = with_db_retry(
+        "due compactions",
+        lambda: list(
+            Job.objects.filter(kind="compact", status=Job.QUEUED)
+            .order_by("created_at")
+            .values_list("pk", flat=True)[:limit]
+        ),
+    )
+    ran = 0
+    for job_id in ids:
+        try:
+            run_compaction_job(job_id=job_id, worker=worker)
+            ran += 1
+        except JobBusy:
+            continue  # its session is busy with another job: its own message comes back for it
+    return ran
 
 
 class JobBusy(Exception):
@@ -539,60 +697,91 @@ def _finish(job: Job, status: str, error: str = "") -> None:
     Job.objects.filter(pk=job.pk).update(status=status, error=error[:2000], finished_at=timezone.now())
 
 
+def _fail(job: Job, exc: BaseException) -> None:
+    """Mark the job failed with its reason; a job that cannot even be marked stays for the dead-job
+    rule of `enqueue_compaction` (and `requeue_unfinished_jobs`) to find."""
+    try:
+        with_db_retry(
+            f"job {job.id}: finish", lambda: _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
+        )
+    except DatabaseError:
+        log.exception("job %s: could not be marked failed", job.id)
+
+
+def _load_session(job: Job) -> Session | None:
+    return with_db_retry(f"job {job.id}: load", lambda: Session.objects.filter(pk=job.session_id).first())
+
+
 def run_compaction_job(*, job_id: str, worker: str) -> None:
     """Compact the job's session while Y is over budget, off the append path; then write vectors.
 
     Each round plans on a snapshot of Y outside any transaction (the summariser may be slow) and
     commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
-    twice: a second run finds nothing over budget and only marks the job done.
+    twice: a second run finds nothing over budget and only marks the job done. A database error
+    is tried again with backoff (`with_db_retry`); one that persists marks the job failed.
     """
-    job = claim_job(job_id=job_id, worker=worker)
+    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
     if job is None:
         return
-    session = Session.objects.filter(pk=job.session_id).first()
-    if session is None:
-        _finish(job, Job.DONE)
-        return
     try:
-        queue = queue_for(session, "history")
-        rounds = 0
-        while rounds < MAX_ROUNDS:
+        session = _load_session(job)
+        if session is None:
+            with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
+            return
+
+        def one_round() -> bool:
+            # A fresh queue each try: a round that failed has rolled back, and plans again.
+            queue = queue_for(session, "history")
             plan = queue.plan()
             if plan is None:
-                break
+                return False
             with transaction.atomic():
                 queue.commit(plan)
+            return True
+
+        rounds = 0
+        while rounds < MAX_ROUNDS and with_db_retry(f"job {job_id}: round", one_round):
             rounds += 1
-            _progress(job, rounds, rounds)
+            with_db_retry(f"job {job_id}: progress", lambda n=rounds: _progress(job, n, n))
         try:
-            embed_items(session=session, kind="history")
+            with_db_retry(f"job {job_id}: vectors", lambda: embed_items(session=session, kind="history"))
         except EmbeddingUnavailable as exc:
             log.warning("session %s: vectors not written: %s", session.sid, exc)
-        _finish(job, Job.DONE)
+        with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
     except Exception as exc:
         log.exception("compaction job %s failed", job_id)
-        _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
+        _fail(job, exc)
 
 
 def run_reembed_job(*, job_id: str, worker: str) -> None:
     """Re-embed the job's session with its model, reporting progress item by item."""
-    job = claim_job(job_id=job_id, worker=worker)
+    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
     if job is None:
         return
-    session = Session.objects.filter(pk=job.session_id).first()
-    if session is None:
-        _finish(job, Job.DONE)
-        return
     try:
-        _progress(job, 0, Item.objects.filter(session=session).count())
-        reembed_session(session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n))
+        session = _load_session(job)
+        if session is None:
+            with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
+            return
+        total = with_db_retry(f"job {job_id}: load", lambda: Item.objects.filter(session=session).count())
+        with_db_retry(f"job {job_id}: progress", lambda: _progress(job, 0, total))
+        # The whole pass again on an error: it restamps and deletes first, so a second try is whole.
+        with_db_retry(
+            f"job {job_id}: reembed",
+            lambda: reembed_session(
+                session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n)
+            ),
+        )
         # The worker's embed_pending may have written some of the new vectors meanwhile (same
         # model, see _still_stamped): progress counts what the session holds, not what this pass wrote.
-        _progress(job, ItemVector.objects.filter(session=session).count())
-        _finish(job, Job.DONE)
+        held = with_db_retry(
+            f"job {job_id}: load", lambda: ItemVector.objects.filter(session=session).count()
+        )
+        with_db_retry(f"job {job_id}: progress", lambda: _progress(job, held))
+        with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
     except Exception as exc:
         log.exception("reembed job %s failed", job_id)
-        _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
+        _fail(job, exc)
 
 
 def requeue_unfinished_jobs() -> int:

@@ -405,6 +405,16 @@ def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: i
         return [int(row[0]) for row in cursor.fetchall()]
 
 
+def sessions_missing_vectors() -> list[tuple[int, str]]:
+    """(session pk, kind) of every session holding an item with no vector (the worker's sweep)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT i.session_id, i.kind FROM memory_item i "
+            "LEFT JOIN memory_itemvector v ON v.item_id = i.id WHERE v.id IS NULL"
+        )
+        return [(int(pk), str(kind)) for pk, kind in cursor.fetchall()]
+
+
 def pending_speakers(session_pk: int, kind: str) -> set[str]:
     """The names of the session's live X and Y items of `kind`."""
     with connection.cursor() as cursor:

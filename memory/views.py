@@ -240,7 +240,12 @@ def export(request: HttpRequest, sid: str) -> HttpResponse:
 @login_required
 def reembed(request: HttpRequest, sid: str) -> HttpResponse:
     session = _session_for(request, sid)
-    job = services.enqueue_reembed(session=session)
+    try:
+        job = services.enqueue_reembed(session=session)
+    except services.TooManyJobs as exc:
+        response = HttpResponse(exc.detail, status=429, content_type="text/plain")
+        response["Retry-After"] = str(exc.retry_after)
+        return response
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "memory/_job.html", {"job": job, "session": session})
     return redirect("job", job_id=job.id)

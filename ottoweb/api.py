@@ -15,6 +15,8 @@ from memory.api import router as memory_router
 from memory.auth import TokenAuth
 from memory.services import ServiceError
 
+from .parsing import BoundedParser, TooDeep
+
 log = logging.getLogger(__name__)
 
 api = NinjaAPI(
@@ -25,6 +27,7 @@ api = NinjaAPI(
     urls_namespace="api",
     docs_url="/docs",
     openapi_url="/openapi.json",
+    parser=BoundedParser(),
 )
 
 
@@ -70,7 +73,11 @@ def on_auth_error(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
 @api.exception_handler(ServiceError)
 def on_service_error(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     extra = {"field": exc.field} if exc.field else {}
-    return error(request, exc.status, exc.detail, exc.code, **extra)
+    response = error(request, exc.status, exc.detail, exc.code, **extra)
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
 
 
 @api.exception_handler(Http404)
@@ -80,6 +87,10 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, TooDeep):
+        # ninja turns any parser exception into a 400 "Cannot parse request body"; this one is
+        # valid JSON the server refuses, and says why.
+        return error(request, 422, str(exc.__cause__), "invalid", field="body")
     return error(request, exc.status_code, str(exc), "http_error")
 
 

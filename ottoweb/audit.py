@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+from collections import Counter
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
@@ -19,6 +21,21 @@ log = logging.getLogger(__name__)
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
 # Route parameters that name the object acted on, in the order they are looked for.
 OBJECT_KEYS = ("sid", "job_id", "record_id", "error_id", "token_id", "id", "pk")
+
+# Requests no one was authenticated for are counted here, by (channel, status), never stored row by
+# row: anyone can send them, so a row each would be an unbounded write anyone can make. The totals
+# go to the log every ANONYMOUS_LOG_EVERY of them.
+anonymous_refusals: Counter[tuple[str, int]] = Counter()
+ANONYMOUS_LOG_EVERY = 1000
+_counting = threading.Lock()
+
+
+def _count_anonymous(channel: str, status: int) -> None:
+    with _counting:
+        anonymous_refusals[(channel, status)] += 1
+        total = sum(anonymous_refusals.values())
+    if total % ANONYMOUS_LOG_EVERY == 0:
+        log.warning("%d anonymous state-changing requests so far: %s", total, dict(anonymous_refusals))
 
 
 class AuditMiddleware:
@@ -72,8 +89,11 @@ def record(request: HttpRequest, status: int, response_id: str = "") -> None:
     match = request.resolver_match
     kwargs = dict(match.kwargs) if match else {}
     user, prefix = _actor(request)
-    if user is None and status in (401, 403):
-        return  # an anonymous request that was refused changed nothing and has no one to show it to
+    if user is None:
+        # Only an authenticated actor can change anything, so an anonymous request was refused
+        # (or found nothing); it is counted, and there is no one to show a row to.
+        _count_anonymous("api" if request.path.startswith("/api/") else "dashboard", status)
+        return
     route = (match.route if match else "") or request.path
     object_ref = next((f"{key}:{kwargs[key]}" for key in OBJECT_KEYS if key in kwargs), "")
     session_sid = str(kwargs.get("sid", ""))
@@ -83,8 +103,8 @@ def record(request: HttpRequest, status: int, response_id: str = "") -> None:
         if "/sessions" in request.path:
             session_sid = response_id
     AuditEntry.objects.create(
-        user=user if user is not None else None,
-        username=getattr(user, "username", "") if user is not None else "",
+        user=user,
+        username=getattr(user, "username", ""),
         token_prefix=prefix,
         channel="api" if request.path.startswith("/api/") else "dashboard",
         method=request.method or "",

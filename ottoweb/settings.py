@@ -140,8 +140,12 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's four: "password", "12345678" or one's own username are refused.
 AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -160,6 +164,8 @@ SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
 
 # Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
+OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
 # An import document larger than this answers 422 before it is read.
 OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 25 * 1024 * 1024)
 
@@ -184,6 +190,21 @@ OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")
 # Recall ranks a recently searched session's vectors from a matrix held in the process (memory/store.py
 # VectorCache), up to this many MB of them; a session that does not fit is searched in sqlite-vec.
 OTTO_VECTOR_CACHE_MB = envint("OTTO_VECTOR_CACHE_MB", 96)
+# Folders a re-embedding's `fastembed:<model>@<folder>` may name (comma-separated); any other is refused.
+OTTO_MODEL_DIRS = [
+    d
+    for d in envstr("OTTO_MODEL_DIRS", str(DATA_DIR / "models") + "," + str(DATA_DIR / "fastembed")).split(
+        ","
+    )
+    if d
+]
+# Keyword recall's last resort, a substring scan, only for queries up to this many characters.
+OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)
+# Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
+OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
+# The worker embeds every turn still without a vector this often (0: never), whatever left it
+# behind: a lost task, a restart, a database error that outlasted every retry.
+OTTO_EMBED_SWEEP_SECONDS = envint("OTTO_EMBED_SWEEP_SECONDS", 300)
 OTTO_MODEL_WINDOWS_URL = envstr("OTTO_MODEL_WINDOWS_URL", "")  # in-run compaction's window table
 
 # --- celery ---------------------------------------------------------------------------------------

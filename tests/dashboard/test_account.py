@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.test import Client
 
 from memory.models import ApiToken
 
@@ -122,3 +123,19 @@ def test_a_link_user_sets_a_password_and_can_log_in_with_it(client):
 
     assert "Password saved. You can log in with it from now on." in response.content.decode()
     assert client.login(username="dave", password="correct-horse-9") is True
+
+
+@pytest.mark.parametrize(
+    "weak, reason",
+    [("password", "This password is too common."), ("38291746", "This password is entirely numeric.")],
+)
+def test_a_common_or_numeric_password_is_refused(alice, weak, reason):
+    client = Client()
+    client.force_login(alice)
+
+    response = client.post("/account/password/", {"new_password1": weak, "new_password2": weak})
+
+    assert response.status_code == 422
+    assert reason in response.content.decode()
+    alice.refresh_from_db()
+    assert alice.check_password("alice-password-1") is True

@@ -131,6 +131,10 @@ def test_import_keeps_the_files_id_when_none_is_given(alice_web, compacted):
         ),
         (b"\xff\xfe", "The file is not UTF-8 text."),
         (b"[1, 2]", "The file must hold one JSON object (a session document)."),
+        (
+            b'{"a": ' * 5000 + b"1" + b"}" * 5000,
+            "The file is refused: the JSON nests deeper than 64 levels of arrays and objects (the limit).",
+        ),
     ],
 )
 def test_import_of_a_file_that_is_no_document_says_why(alice_web, raw, message):

@@ -1,0 +1,59 @@
+"""JSON request bodies with a bounded nesting depth, for the API and the dashboard's import form.
+
+`json.loads` raises RecursionError on ~1,000 levels (a 500 page before this), and pydantic walks
+deep values recursively too; no document this server writes nests more than a few levels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest
+from ninja.parser import Parser
+
+
+class TooDeep(ValueError):
+    """The JSON nests deeper than OTTO_MAX_JSON_DEPTH."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the JSON nests deeper than {limit} levels of arrays and objects (the limit)")
+
+
+def depth_within(value: Any, limit: int) -> bool:
+    """Whether no array or object in `value` lies more than `limit` levels deep (iteratively)."""
+    stack = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if level > limit:
+            return False
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return True
+
+
+def loads(text: str | bytes) -> Any:
+    """`json.loads`, raising TooDeep (a ValueError) beyond OTTO_MAX_JSON_DEPTH levels."""
+    import json
+
+    limit = settings.OTTO_MAX_JSON_DEPTH
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise TooDeep(limit) from None
+    if not depth_within(value, limit):
+        raise TooDeep(limit)
+    return value
+
+
+class BoundedParser(Parser):
+    """ninja's body parser with the depth bound: a too-deep body is a 422, never a 500."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        # TooDeep reaches ottoweb.api's HttpError handler as the cause of ninja's 400: a 422 there.
+        return loads(request.body)
