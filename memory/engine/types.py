@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 Role = Literal["user", "assistant", "tool", "system"]
@@ -69,6 +69,11 @@ def parse_moment(value: str) -> datetime:
         raise ValueError("is not an ISO 8601 time (e.g. 2023-05-08T13:56:00+02:00)") from None
     if parsed.utcoffset() is None:
         raise ValueError("needs an offset: add Z or +hh:mm (e.g. 2023-05-08T13:56:00+02:00)")
+    try:
+        # Stored in UTC: 0001-01-01T00:00+01:00 or 9999-12-31T23:59-01:00 has no UTC time.
+        parsed.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is out of range once converted to UTC") from None
     return parsed
 
 

@@ -80,6 +80,7 @@ def test_a_turn_without_a_time_happened_when_it_arrived(alice_api):
         ("occurred_at", "yesterday", "ISO 8601"),
         ("occurred_at", "2023-05-08T13:56:00", "offset"),
         ("occurred_at", 1683554160, "ISO 8601"),
+        ("occurred_at", "9999-12-31T23:59:00-01:00", "out of range"),
         ("meta", {"blob": "x" * 4100}, "limit is 4,096"),
         ("meta", ["not", "an", "object"], "valid dictionary"),
         ("meta", json.loads("{" + '"a": {' * 17 + "}" * 18), "16 levels"),
