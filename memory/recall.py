@@ -317,18 +317,7 @@ def _turns(
     for kind, positions in wanted.items():
         # Plain rows, not model instances: a recall reads a few hundred turns and building models
         # was a third of its time.
-        for row in turn_rows(session.pk, kind, positions, bounds):
-            turns[(kind, row.position)] = retrieval.Turn(
-                kind=kind,
-                position=row.position,
-                role=row.role,
-                text=row.text,
-                hash=row.hash,
-                tokens=row.tokens,
-                name=row.name,
-                occurred_at=row.occurred_at,
-                meta=row.meta,
-            )
+        turns.update(((kind, t.position), t) for t in turn_rows(session.pk, kind, positions, bounds))
     return turns
 
 

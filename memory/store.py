@@ -282,21 +282,9 @@ def item_rows(
         return [(int(pk), int(pos), tier, h, speaker) for pk, pos, tier, h, speaker in cursor.fetchall()]
 
 
-@dataclass(frozen=True, slots=True)
-class TurnRow:
-    position: int
-    role: str
-    text: str
-    hash: str
-    tokens: int
-    name: str
-    occurred_at: datetime
-    meta: dict[str, Any]
-
-
 def turn_rows(
     session_pk: int, kind: str, positions: Iterable[int], bounds: Bounds = NO_BOUNDS
-) -> list[TurnRow]:
+) -> list[retrieval.Turn]:
     """The session's items of `kind` at `positions` (those inside `bounds`)."""
     wanted = sorted(int(p) for p in positions)
     if not wanted:
@@ -310,7 +298,8 @@ def turn_rows(
             [session_pk, kind, *wanted, *params],
         )
         return [
-            TurnRow(
+            retrieval.Turn(
+                kind=kind,
                 position=int(pos),
                 role=role,
                 text=text,
