@@ -25,9 +25,20 @@ from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from . import dashboard, services
+from . import dashboard, runs, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
-from .models import TIER_X, TIER_Y, ApiToken, AuditEntry, Bullet, Job, Session
+from .models import (
+    TIER_ARCHIVED,
+    TIER_X,
+    TIER_Y,
+    ApiToken,
+    AuditEntry,
+    Bullet,
+    Item,
+    Job,
+    LearnedWindow,
+    Session,
+)
 from .recall import DEFAULT_MAX_TOKENS, recall
 
 SESSIONS_PER_PAGE = 20
@@ -119,7 +130,10 @@ def _tab_context(session: Session, tab: str, request: HttpRequest) -> dict[str, 
     if tab == "compact":
         return _compact_context(session)
     form = ResetForm(request.GET) if "mode" in request.GET else ResetForm()
-    return {"reset_form": form, "reset_mode": form.cleaned_data["mode"] if form.is_valid() else None}
+    mode = form.cleaned_data["mode"] if form.is_valid() else None
+    kept = dashboard.cited_archived_turns(session) if mode == "summary" else 0
+    archived = Item.objects.filter(session=session, kind="history", tier=TIER_ARCHIVED).count()
+    return {"reset_form": form, "reset_mode": mode, "kept_turns": kept, "lost_archived": archived - kept}
 
 
 def _compact_context(session: Session) -> dict[str, Any]:
@@ -210,7 +224,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
     mode = form.cleaned_data["mode"]
     services.memory_action(session=session, action="reset", mode=mode)
     note = (
-        "Reset: every turn was deleted; the rolling summary was kept."
+        "Reset: the conversation was cleared; the rolling summary was kept with the turns it cites."
         if mode == "summary"
         else "Reset: every turn and the whole summary were deleted."
     )
