@@ -295,11 +295,23 @@ class ScopedMemory(models.Model):
 
 
 class LearnedWindow(models.Model):
-    """A context-window limit learned from a provider's overflow error (in-run compaction)."""
+    """A context-window limit learned from a provider's overflow error (in-run compaction).
 
-    model = models.CharField(max_length=200, unique=True)
+    It belongs to the user whose run taught it: a token holder lowers the window for their own
+    runs, never for another user's (issue 15).
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="learned_windows"
+    )
+    model = models.CharField(max_length=200)
     window = models.PositiveIntegerField()
     updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "model"], name="learned_window_unique_per_user")
+        ]
 
 
 class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):

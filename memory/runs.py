@@ -24,26 +24,61 @@ from .models import Item, LearnedWindow, Session
 
 
 class DjangoLearnedStore:
-    """`inrun.LearnedStore` on the LearnedWindow table, read on every lookup so that every process
-    (web workers, a restarted server) uses a limit as soon as any of them has learned it."""
+    """`inrun.LearnedStore` on the LearnedWindow table for one user, read on every lookup so that
+    every process (web workers, a restarted server) uses a limit as soon as any of them learned it.
+
+    A limit belongs to the user whose run taught it (issue 15): another user's fit never sees it.
+    """
+
+    def __init__(self, user) -> None:  # type: ignore[no-untyped-def]
+        self.user = user
+
+    def _rows(self):  # type: ignore[no-untyped-def]
+        return LearnedWindow.objects.filter(user=self.user)
 
     def get(self, model: str) -> int | None:
-        return LearnedWindow.objects.filter(model=model).values_list("window", flat=True).first()
+        return self._rows().filter(model=model).values_list("window", flat=True).first()
 
     def put(self, model: str, window: int) -> None:
         try:
             with transaction.atomic():
                 LearnedWindow.objects.update_or_create(
-                    model=model, defaults={"window": window, "updated_at": timezone.now()}
+                    user=self.user, model=model, defaults={"window": window, "updated_at": timezone.now()}
                 )
         except IntegrityError:
             # Two processes learned the same model at once; keep the smaller limit.
-            LearnedWindow.objects.filter(model=model, window__gt=window).update(
+            self._rows().filter(model=model, window__gt=window).update(
                 window=window, updated_at=timezone.now()
             )
 
     def all(self) -> dict[str, int]:
-        return dict(LearnedWindow.objects.values_list("model", "window"))
+        return dict(self._rows().values_list("model", "window"))
+
+
+class _NoLearnedLimits:
+    """The registry's own store: empty, since every learned limit has an owner and is passed in."""
+
+    def get(self, model: str) -> int | None:
+        return None
+
+    def put(self, model: str, window: int) -> None:
+        raise AssertionError("a learned limit is recorded for its user, never installation-wide")
+
+    def all(self) -> dict[str, int]:
+        return {}
+
+
+def learned_limits(*, user) -> list[LearnedWindow]:  # type: ignore[no-untyped-def]
+    """The user's learned limits, by model name."""
+    return list(LearnedWindow.objects.filter(user=user).order_by("model"))
+
+
+def clear_learned_limit(*, user, model: str) -> None:  # type: ignore[no-untyped-def]
+    """Forget the limit `user` taught for `model`; the table's window applies again. NotFound if none."""
+    key = check_model(model)
+    deleted, _ = LearnedWindow.objects.filter(user=user, model=key).delete()
+    if not deleted:
+        raise services.NotFound(f"no learned limit for {key}", field="model")
 
 
 _registry_lock = threading.Lock()
@@ -56,7 +91,7 @@ def window_registry() -> inrun.WindowRegistry:
     url = settings.OTTO_MODEL_WINDOWS_URL
     with _registry_lock:
         if _registry is None or _registry.url != url:
-            _registry = inrun.WindowRegistry(url=url, learned=DjangoLearnedStore())
+            _registry = inrun.WindowRegistry(url=url, learned=_NoLearnedLimits())
         return _registry
 
 
@@ -108,6 +143,7 @@ class FitOutcome:
 
 def fit_run(
     *,
+    user,  # type: ignore[no-untyped-def]
     model: str,
     messages: Sequence[Mapping[str, Any]],
     session: Session | None = None,
@@ -132,6 +168,7 @@ def fit_run(
     except inrun.TranscriptError as exc:
         raise services.Invalid(exc.detail, field=exc.field) from None
     registry = registry or window_registry()
+    mine = DjangoLearnedStore(user)
     with transaction.atomic():
         overflow: inrun.Overflow | None = None
         learned: int | None = None
@@ -139,9 +176,9 @@ def fit_run(
             parsed = inrun.parse_overflow(error.message)
             limit = error.limit if error.limit is not None else parsed.limit
             overflow = inrun.Overflow(limit=limit, used=parsed.used)
-            if limit is not None and registry.learn(key, limit):
+            if limit is not None and registry.learn(key, limit, learned=mine):
                 learned = limit
-        window = registry.lookup(key)
+        window = registry.lookup(key, learned=mine)
         fitted = inrun.fit(
             transcript,
             window=window.window,

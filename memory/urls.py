@@ -18,6 +18,7 @@ urlpatterns = [
     path("account/", views.tokens, name="tokens"),
     path("audit/", views.audit, name="audit"),
     path("account/tokens/<int:token_id>/revoke/", views.revoke_token, name="token-revoke"),
+    path("account/learned/<int:learned_id>/clear/", views.clear_learned, name="learned-clear"),
     path("account/password/", views.password, name="password"),
     path("login/link/<str:uidb64>/<str:token>/", views.login_link, name="login-link"),
 ]

@@ -297,7 +297,12 @@ def _password_form(request: HttpRequest, data: Any = None) -> SetPasswordForm | 
 
 def _account(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     tokens = ApiToken.objects.filter(user=request.user).order_by("revoked_at", "-created_at")
-    context = {"tokens": tokens, "token_form": TokenForm(), "password_form": _password_form(request)}
+    context = {
+        "tokens": tokens,
+        "token_form": TokenForm(),
+        "password_form": _password_form(request),
+        "learned": runs.learned_limits(user=request.user),
+    }
     context.update(extra)
     return context
 
@@ -321,6 +326,16 @@ def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.filter(user=request.user), pk=token_id)
     services.revoke_token(token=token)
     messages.success(request, f"Revoked token “{token.name}”: it no longer works.")
+    return redirect("tokens")
+
+
+@require_POST
+@login_required
+def clear_learned(request: HttpRequest, learned_id: int) -> HttpResponse:
+    """Forget a window limit this user's runs taught; their fits use the table's window again."""
+    row = get_object_or_404(LearnedWindow.objects.filter(user=request.user), pk=learned_id)
+    runs.clear_learned_limit(user=request.user, model=row.model)
+    messages.success(request, f"Cleared the learned limit of {row.model}: its table window applies again.")
     return redirect("tokens")
 
 

@@ -690,10 +690,13 @@ class WindowRegistry:
                 best = key
         return table[best] if best else None
 
-    def lookup(self, model: str) -> WindowInfo:
-        """The window to use for `model` (already normalised) and where it came from."""
+    def lookup(self, model: str, *, learned: LearnedStore | None = None) -> WindowInfo:
+        """The window to use for `model` (already normalised) and where it came from.
+
+        `learned`: the limits of the caller (one user's); the registry's own store otherwise.
+        """
         self.warm()
-        return self._resolve(model, self.learned.get(model))
+        return self._resolve(model, (learned or self.learned).get(model))
 
     def _resolve(self, model: str, learned: int | None) -> WindowInfo:
         table = self.table_window(model)
@@ -703,25 +706,29 @@ class WindowRegistry:
             return WindowInfo(model, table, "table")
         return WindowInfo(model, DEFAULT_WINDOW, "default")
 
-    def learn(self, model: str, limit: int) -> bool:
-        """Record a limit from an overflow error when it is smaller than what is in use; say if it was."""
+    def learn(self, model: str, limit: int, *, learned: LearnedStore | None = None) -> bool:
+        """Record a limit from an overflow error when it is smaller than what is in use; say if it was.
+
+        `learned`: where to record it (one user's limits); the registry's own store otherwise.
+        """
         if not MIN_LIMIT <= limit <= MAX_LIMIT:
             return False
+        store = learned or self.learned
         table = self.table_window(model)
-        learned = self.learned.get(model)
+        known = store.get(model)
         if table is not None and limit >= table:
             return False
-        if learned is not None and limit >= learned:
+        if known is not None and limit >= known:
             return False
-        self.learned.put(model, limit)
+        store.put(model, limit)
         return True
 
-    def listing(self) -> list[WindowInfo]:
+    def listing(self, *, learned: LearnedStore | None = None) -> list[WindowInfo]:
         """Every model the registry knows, with the window in use and its source, by name."""
         self.warm()
-        learned = self.learned.all()
-        names = set(self._table()) | set(self.bundled.fixed) | set(learned)
-        return [self._resolve(name, learned.get(name)) for name in sorted(names)]
+        learned_limits = (learned or self.learned).all()
+        names = set(self._table()) | set(self.bundled.fixed) | set(learned_limits)
+        return [self._resolve(name, learned_limits.get(name)) for name in sorted(names)]
 
 
 # --- the stages -------------------------------------------------------------------------------------
