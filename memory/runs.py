@@ -139,6 +139,9 @@ class FitOutcome:
     learned: int | None
     evicted: int
     stored: int
+    # The recorded fixes of the failing tool (lessons.ErrorRecord rows), or None when none were
+    # looked up (the run did not end in a failed tool result, or the caller turned it off).
+    related_errors: list[Any] | None = None
 
 
 def fit_run(
@@ -151,6 +154,7 @@ def fit_run(
     error: ContextLengthError | None = None,
     previous_model: str | None = None,
     registry: inrun.WindowRegistry | None = None,
+    related_errors: bool = True,
 ) -> FitOutcome:
     """Fit `messages` into `model`'s window; see `memory.engine.inrun` for the stages.
 
@@ -158,7 +162,9 @@ def fit_run(
     `error` is learned (persisted) when it is smaller than the window in use; the stages run; and
     with `session`, every message rewritten or dropped is stored whole in that session's context
     tier (kind "context"), so recall can bring it back. Without a session nothing is stored and the
-    stubs say so.
+    stubs say so. When the transcript ends with a tool result reporting an error and
+    `related_errors` is on, up to 3 of the user's live records of that tool come back, best first,
+    each a hit (its TTL restarts), as `POST /lessons/related` would answer (seed 002).
     """
     key = check_model(model)
     switched = previous_model is not None and check_model(previous_model, field="previous_model") != key
@@ -189,7 +195,9 @@ def fit_run(
             stored=session is not None,
         )
         stored = store_evicted(session=session, evicted=fitted.evicted, model=key) if session else 0
+    failed = inrun.failed_tool_result(transcript) if related_errors else None
     return FitOutcome(
+        related_errors=_related_errors(user, failed) if failed is not None else None,
         messages=fitted.messages,
         stages=fitted.stages,
         window=fitted.window,
@@ -202,6 +210,16 @@ def fit_run(
         evicted=len(fitted.evicted),
         stored=stored,
     )
+
+
+def _related_errors(user, failed: inrun.FailedToolResult) -> list[Any]:  # type: ignore[no-untyped-def]
+    from lessons import services as lessons
+
+    # The lookup's own limits: a tool name lessons can store, an error it can read.
+    tool = failed.tool[: lessons.MAX_TOOL_CHARS]
+    return lessons.find_related_errors(
+        user=user, tool=tool, error=failed.error[: lessons.MAX_TEXT_CHARS]
+    ).records
 
 
 def _parts(text: str) -> list[str]:

@@ -9,6 +9,8 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field
 
+from lessons.schemas import RecordOut
+
 from . import runs
 from .api import get_session
 from .schemas import CleanIn, ErrorOut, StrictIn
@@ -56,6 +58,9 @@ class FitIn(StrictIn):
     last_input_tokens: int | None = Field(None, ge=0, le=100_000_000)
     error: ContextLengthErrorIn | None = None
     previous_model: str | None = Field(None, min_length=1, max_length=200)
+    # Seed 002: a failed tool result gets the recorded fixes of its tool; off for callers that ask
+    # POST /lessons/related themselves.
+    related_errors: bool = True
 
 
 class FitOut(Schema):
@@ -70,6 +75,7 @@ class FitOut(Schema):
     learned: int | None
     evicted: int
     stored: int
+    related_errors: list[RecordOut] | None
 
 
 class WindowOut(Schema):
@@ -101,6 +107,7 @@ def fit_run(request: HttpRequest, body: FitIn):
         last_input_tokens=body.last_input_tokens,
         error=error,
         previous_model=body.previous_model,
+        related_errors=body.related_errors,
     )
     return {
         "messages": outcome.messages,
@@ -114,6 +121,7 @@ def fit_run(request: HttpRequest, body: FitIn):
         "learned": outcome.learned,
         "evicted": outcome.evicted,
         "stored": outcome.stored,
+        "related_errors": outcome.related_errors,
     }
 
 

@@ -334,6 +334,36 @@ def _looks_failed(result: str) -> bool:
     return any(word in head for word in _ERROR_WORDS)
 
 
+@dataclass(frozen=True, slots=True)
+class FailedToolResult:
+    """The transcript's last message when it is a tool result reporting an error (seed 002's cue for
+    attaching recorded fixes): the tool's name and the result's text."""
+
+    tool: str
+    error: str
+
+
+def failed_tool_result(messages: Sequence[Mapping[str, Any]]) -> FailedToolResult | None:
+    """The last message as a failed tool result, or None when it is not a tool result or it succeeded.
+
+    A result has failed when it says so (`is_error: true`, as some vendors mark it) or its start
+    names an error the way `heuristic_still_needed` reads one. The tool's name comes from the call
+    it answers; a result whose call is not in the transcript names no tool and is None.
+    """
+    if not messages or messages[-1].get("role") != "tool":
+        return None
+    last = messages[-1]
+    text = content_text(last.get("content"))
+    if not text.strip() or not (last.get("is_error") is True or _looks_failed(text)):
+        return None
+    call_id = last.get("tool_call_id")
+    for message in reversed(messages[:-1]):
+        for call in tool_calls(message):
+            if call.id == call_id and call.name:
+                return FailedToolResult(tool=call.name, error=text)
+    return None
+
+
 def _paths(arguments: str) -> set[str]:
     return set(_PATH.findall(arguments))
 
