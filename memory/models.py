@@ -92,6 +92,8 @@ class Session(models.Model):
     x_budget = models.PositiveIntegerField()
     y_budget = models.PositiveIntegerField()
     embedding_model = models.CharField(max_length=200, blank=True, default="")
+    # The share of Y the person's verbatim turns may fill; NULL: OTTO_PROTECTED_SHARE (issue 15).
+    protected_share = models.FloatField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
 

@@ -96,6 +96,9 @@ def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer 
         x_budget=session.x_budget,
         y_budget=session.y_budget,
         summarize=summarize or summarizer_for(settings.OTTO_SUMMARIZER),
+        protected_share=session.protected_share
+        if session.protected_share is not None
+        else settings.OTTO_PROTECTED_SHARE,
     )
 
 
@@ -123,11 +126,14 @@ def create_session(
     workspace: str = "",
     x_budget: int | None = None,
     y_budget: int | None = None,
+    protected_share: float | None = None,
 ) -> Session:
     """Create a session for `user`; its id is generated when absent. Conflict when the id is taken."""
     if sid is None:
         sid = "s-" + secrets.token_hex(8)
     check_session_id(sid)
+    if protected_share is not None and not 0.05 <= protected_share <= 1.0:
+        raise Invalid("protected_share must be between 0.05 and 1", field="protected_share")
     try:
         with transaction.atomic():
             session = Session.objects.create(
@@ -138,6 +144,7 @@ def create_session(
                 x_budget=x_budget or settings.OTTO_X_BUDGET,
                 y_budget=y_budget or settings.OTTO_Y_BUDGET,
                 embedding_model=embedding.database_stamp(),
+                protected_share=protected_share,
             )
             TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
     except IntegrityError:
