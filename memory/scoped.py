@@ -217,17 +217,18 @@ def keyword_score(note: ScopedMemory, query: str) -> float:
     return len(wanted & found) / len(wanted)
 
 
-def _ranked(notes: list[ScopedMemory], query: str) -> list[RecalledNote]:
+def _ranked(notes: list[ScopedMemory], query: str, *, by_meaning: bool = True) -> list[RecalledNote]:
     """Notes scoring at least MIN_SCORE, best first.
 
     A note with a vector of the database's current model scores its cosine to the query (or 1 when
-    the query is exactly its key); any other note scores by keyword. Raises EmbeddingUnavailable.
+    the query is exactly its key); any other note, and every note without `by_meaning`, scores by
+    keyword. Raises EmbeddingUnavailable when `by_meaning` and the model cannot be loaded.
     """
-    vector = embedding.embedder().embed_query(query)
+    vector = embedding.embedder().embed_query(query) if by_meaning else None
     stamp = embedding.database_stamp()
     scored: list[tuple[float, ScopedMemory]] = []
     for note in notes:
-        if note.embedding and note.embedding_model == stamp:
+        if vector is not None and note.embedding and note.embedding_model == stamp:
             score = float(from_blob(bytes(note.embedding)) @ vector)
             if (note.key or "").lower() == query.strip().lower():
                 score = 1.0
@@ -268,15 +269,25 @@ def recall_notes(
             return Recalled(scope, note=f"nothing is stored in {scope.project_key} yet")
         if not query.strip():
             return Recalled(scope, [RecalledNote(n, None) for n in notes[:limit]])
-        found = _ranked(notes, query)[:limit]
-    except EmbeddingUnavailable as exc:
-        log.warning("scoped recall degraded: %s", exc)
-        return Recalled(
-            scope, note=f"memory search is unavailable ({exc}); nothing was recalled", degraded=True
-        )
+        stamp = embedding.database_stamp()
+        stale = sum(1 for n in notes if not n.embedding or n.embedding_model != stamp)
+        try:
+            found = _ranked(notes, query)[:limit]
+            why = (
+                f"{stale} of the {len(notes)} notes in {scope.project_key} have no vector of {stamp}: "
+                "they were ranked by keywords (manage.py reembed --all gives them one)"
+                if stale
+                else None
+            )
+        except EmbeddingUnavailable as exc:
+            # Fail soft (seed 003), but still answer: keyword ranking, saying it is not by meaning.
+            log.warning("scoped recall degraded to keywords: %s", exc)
+            found = _ranked(notes, query, by_meaning=False)[:limit]
+            why = f"ranked by keywords: memory search by meaning is unavailable ({exc})"
     except DatabaseError as exc:
         log.exception("scoped recall degraded: the memory store failed")
         return Recalled(scope, note=f"the memory store is unavailable ({type(exc).__name__})", degraded=True)
     if not found:
-        return Recalled(scope, note=f"nothing in {scope.project_key} matches the query")
-    return Recalled(scope, found)
+        miss = f"nothing in {scope.project_key} matches the query"
+        return Recalled(scope, note=miss if why is None else f"{miss}; {why}", degraded=True if why else None)
+    return Recalled(scope, found, note=why, degraded=True if why else None)
