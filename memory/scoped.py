@@ -291,3 +291,78 @@ def recall_notes(
         miss = f"nothing in {scope.project_key} matches the query"
         return Recalled(scope, note=miss if why is None else f"{miss}; {why}", degraded=True if why else None)
     return Recalled(scope, found, note=why, degraded=True if why else None)
+
+
+# --- notes as first-class objects: list, read, delete one, delete a scope -------------------------
+
+MAX_PAGE = 100
+
+
+def _optional_scope(*, app_name: str | None, domain: str | None, conversation_id: str | None) -> Scope | None:
+    if app_name is None and domain is None and conversation_id is None:
+        return None
+    return resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+
+
+def list_notes(
+    *,
+    user: AbstractBaseUser,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+    limit: int = 20,
+    offset: int = 0,
+) -> tuple[list[ScopedMemory], int]:
+    """A page of `user`'s notes, newest first, of one scope (or of every scope when none is named),
+    and how many there are in all. Reads only: listing is not recalling."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise Invalid(f"limit must be between 1 and {MAX_PAGE}", field="limit")
+    if not 0 <= offset <= 1_000_000_000:
+        raise Invalid("offset must be between 0 and 1,000,000,000", field="offset")
+    scope = _optional_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    rows = ScopedMemory.objects.filter(user=user)
+    if scope is not None:
+        rows = rows.filter(project_key=scope.project_key)
+    rows = rows.order_by("-updated_at", "-id")
+    return list(rows[offset : offset + limit]), rows.count()
+
+
+def scopes_of(*, user: AbstractBaseUser) -> list[dict[str, object]]:
+    """Every scope `user` has notes in: its mode, projectKey, how many notes, the newest change."""
+    from django.db.models import Count, Max
+
+    return list(
+        ScopedMemory.objects.filter(user=user)
+        .values("mode", "project_key")
+        .annotate(notes=Count("id"), updated_at=Max("updated_at"))
+        .order_by("-updated_at", "project_key")
+    )
+
+
+def get_note(*, user: AbstractBaseUser, note_id: int) -> ScopedMemory:
+    """One of `user`'s notes; NotFound for any other id (another user's included)."""
+    from .services import NotFound
+
+    note = ScopedMemory.objects.filter(user=user, pk=note_id).first()
+    if note is None:
+        raise NotFound(f"no note {note_id}")
+    return note
+
+
+def delete_note(*, note: ScopedMemory) -> None:
+    """Delete one note (its vector goes with it)."""
+    ScopedMemory.objects.filter(pk=note.pk).delete()
+
+
+def delete_scope(
+    *,
+    user: AbstractBaseUser,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+) -> tuple[Scope, int]:
+    """Delete every note of one of `user`'s scopes; the scope must be named. Returns how many went."""
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    with transaction.atomic():
+        deleted, _ = ScopedMemory.objects.in_scope(user, scope.project_key).delete()
+    return scope, deleted
