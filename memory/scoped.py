@@ -366,3 +366,15 @@ def delete_scope(
     with transaction.atomic():
         deleted, _ = ScopedMemory.objects.in_scope(user, scope.project_key).delete()
     return scope, deleted
+
+
+def scope_arguments(project_key: str) -> dict[str, str]:
+    """The remember/recall arguments that select the scope `project_key` names (its inverse), or
+    Invalid naming `scope` when it is not a projectKey."""
+    mode, _, rest = project_key.partition(":")
+    if mode == ScopedMemory.CONVERSATION and rest:
+        return {"conversation_id": rest}
+    app, sep, host = rest.rpartition("@")
+    if mode == ScopedMemory.APP and sep and app and host:
+        return {"app_name": app, "domain": host}
+    raise Invalid("scope must be a projectKey: app:<appName>@<domain> or conversation:<id>", field="scope")
