@@ -368,6 +368,30 @@ def delete_scope(
     return scope, deleted
 
 
+def reembed_notes(*, batch: int = 64) -> int:
+    """Give every note (of every user) a vector of the database's current model; return how many
+    were written. Notes already stamped with it are skipped. Raises EmbeddingUnavailable when there
+    is something to embed and no model can be loaded."""
+    stamp = embedding.database_stamp()
+    ids = list(
+        ScopedMemory.objects.exclude(embedding_model=stamp, embedding__isnull=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    done = 0
+    for start in range(0, len(ids), batch):
+        rows = list(ScopedMemory.objects.filter(pk__in=ids[start : start + batch]))
+        vectors = embedding.embedder().embed_documents([r.content[:EMBED_CHARS] for r in rows])
+        with transaction.atomic():
+            for row, vector in zip(rows, vectors, strict=True):
+                # Only the vector changes: re-embedding is not an edit, so updated_at stays.
+                ScopedMemory.objects.filter(pk=row.pk).update(
+                    embedding=to_blob(vector), embedding_model=stamp
+                )
+        done += len(rows)
+    return done
+
+
 def scope_arguments(project_key: str) -> dict[str, str]:
     """The remember/recall arguments that select the scope `project_key` names (its inverse), or
     Invalid naming `scope` when it is not a projectKey."""
