@@ -343,7 +343,8 @@ def get_note(*, user: AbstractBaseUser, note_id: int) -> ScopedMemory:
     """One of `user`'s notes; NotFound for any other id (another user's included)."""
     from .services import NotFound
 
-    note = ScopedMemory.objects.filter(user=user, pk=note_id).first()
+    # An id past the database's integer range is no note (not an overflow inside the driver).
+    note = ScopedMemory.objects.filter(user=user, pk=note_id).first() if 0 < note_id < 2**63 else None
     if note is None:
         raise NotFound(f"no note {note_id}")
     return note

@@ -108,3 +108,12 @@ def test_notes_list_refuses_bad_paging_and_half_scopes(alice_api, notes, params,
     response = alice_api.get(f"{NOTES}?{params}")
 
     assert (response.status_code, response.json()["field"]) == (422, field)
+
+
+@pytest.mark.parametrize("note_id", ["0", "-1", str(2**63), str(2**80)])
+def test_note_ids_out_of_range_are_not_found(alice_api, notes, note_id):
+    read = alice_api.get(f"{NOTES}/{note_id}")
+    deleted = alice_api.delete(f"{NOTES}/{note_id}")
+
+    assert (read.status_code, deleted.status_code) == (404, 404)
+    assert ScopedMemory.objects.count() == 8
