@@ -169,7 +169,15 @@ def _rank(
     comparable = {r.pk for r in vectored}
     rest = [r for r in rows if r.pk not in found and (with_keyword or r.pk not in comparable)]
     scored += [(min(s, 1.0), r) for s, r in _by_keyword(rest, query, least_keyword)]
-    return Ranked(_best_first(scored), "semantic", None)
+    stale = len(rows) - len(vectored)
+    # Not all of it was ranked by meaning: say so, and how to end it, rather than claim "semantic".
+    why = (
+        f"{stale} of the {len(rows)} records have no vector of {stamp}: they were ranked by keyword "
+        "(manage.py reembed --all gives them one)"
+        if stale
+        else None
+    )
+    return Ranked(_best_first(scored), "semantic", why)
 
 
 def record_error(
@@ -274,6 +282,25 @@ def find_related_errors(
         hit.update(expires_at=new_expiry(now), hits=F("hits") + 1)
         fresh = ErrorRecord.objects.live(now).in_bulk(ids)
     return Ranked([fresh[i] for i in ids if i in fresh], ranked.match, ranked.degraded)
+
+
+def reembed_errors(*, batch: int = 64) -> int:
+    """Give every stored record (of every user) a vector of the database's current model; return how
+    many were written. Records already stamped with it are skipped, so running it twice is cheap.
+    Raises EmbeddingUnavailable when there is something to embed and no model can be loaded."""
+    stamp = embedding.database_stamp()
+    stale = ErrorRecord.objects.exclude(embedding_model=stamp, embedding__isnull=False).order_by("pk")
+    ids = list(stale.values_list("pk", flat=True))
+    done = 0
+    for start in range(0, len(ids), batch):
+        rows = list(ErrorRecord.objects.filter(pk__in=ids[start : start + batch]))
+        vectors = embedding.embedder().embed_documents([_embedding_text(r.tool, r.error) for r in rows])
+        with transaction.atomic():
+            for row, vector in zip(rows, vectors, strict=True):
+                # Only the vector changes: re-embedding is not an edit, so updated_at stays.
+                ErrorRecord.objects.filter(pk=row.pk).update(embedding=to_blob(vector), embedding_model=stamp)
+        done += len(rows)
+    return done
 
 
 def update_error_action(*, record: ErrorRecord, action: str) -> ErrorRecord:

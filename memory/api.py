@@ -77,6 +77,7 @@ def create_session(request: HttpRequest, body: SessionIn):
         workspace=body.workspace,
         x_budget=body.x_budget,
         y_budget=body.y_budget,
+        protected_share=body.protected_share,
     )
     return Status(201, _summary(request, session.sid))
 

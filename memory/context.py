@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from .engine.queue import render_view
 from .engine.types import View
 from .models import TIER_X, TIER_Y, Bullet, Item, Session
@@ -29,6 +31,7 @@ def bullet_dict(row: Bullet) -> dict[str, Any]:
         "hash_refs": list(row.hash_refs),
         "generation": row.generation,
         "protected": row.protected,
+        "quote": not row.protected and row.role == "user",
     }
 
 
@@ -57,7 +60,8 @@ def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
         "x": [turn_dict(r) for r in x],
         "tokens": tokens,
         "budgets": {"x": session.x_budget, "y": session.y_budget},
-        # Protected turns alone can hold Y over budget; the context says so rather than drop them.
+        # Y over budget between an append and its compaction (a job not run yet, or a protected share
+        # of 1 with one huge turn); the context says so.
         "over_budget": tokens["bullets"] + tokens["y_raw"] > session.y_budget,
         "text": render_view(view),
     }
@@ -77,4 +81,10 @@ def session_summary(session: Session) -> dict[str, Any]:
         "generation": session.generation,
         "tokens": {"x": session.x_tokens, "y_raw": session.y_raw_tokens, "bullets": session.bullet_tokens},
         "embedding_model": session.embedding_model,
+        "protected_share": protected_share_of(session),
     }
+
+
+def protected_share_of(session: Session) -> float:
+    """The share of Y the session's verbatim protected turns may fill."""
+    return session.protected_share if session.protected_share is not None else settings.OTTO_PROTECTED_SHARE

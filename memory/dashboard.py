@@ -91,6 +91,18 @@ def tiers(session: Session) -> Tiers:
     )
 
 
+def cited_archived_turns(session: Session) -> int:
+    """How many archived turns the live summary cites: what a reset that keeps the summary keeps."""
+    cited = {
+        h
+        for refs in Bullet.objects.of_kind(session, "history").live().values_list("hash_refs", flat=True)
+        for h in refs
+    }
+    return Item.objects.filter(
+        session=session, kind="history", tier=TIER_ARCHIVED, chunk__hash__in=cited
+    ).count()
+
+
 @dataclass(frozen=True, slots=True)
 class GenerationPoint:
     generation: int

@@ -105,6 +105,8 @@ class Session(models.Model):
     x_budget = models.PositiveIntegerField()
     y_budget = models.PositiveIntegerField()
     embedding_model = models.CharField(max_length=200, blank=True, default="")
+    # The share of Y the person's verbatim turns may fill; NULL: OTTO_PROTECTED_SHARE (issue 15).
+    protected_share = models.FloatField(null=True, blank=True)
 
     objects = SessionQuerySet.as_manager()
 
@@ -324,11 +326,23 @@ class ScopedMemory(models.Model):
 
 
 class LearnedWindow(models.Model):
-    """A context-window limit learned from a provider's overflow error (in-run compaction)."""
+    """A context-window limit learned from a provider's overflow error (in-run compaction).
 
-    model = models.CharField(max_length=200, unique=True)
+    It belongs to the user whose run taught it: a token holder lowers the window for their own
+    runs, never for another user's (issue 15).
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="learned_windows"
+    )
+    model = models.CharField(max_length=200)
     window = models.PositiveIntegerField()
     updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "model"], name="learned_window_unique_per_user")
+        ]
 
 
 class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):

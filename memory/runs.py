@@ -25,26 +25,61 @@ from .models import Item, LearnedWindow, Session
 
 
 class DjangoLearnedStore:
-    """`inrun.LearnedStore` on the LearnedWindow table, read on every lookup so that every process
-    (web workers, a restarted server) uses a limit as soon as any of them has learned it."""
+    """`inrun.LearnedStore` on the LearnedWindow table for one user, read on every lookup so that
+    every process (web workers, a restarted server) uses a limit as soon as any of them learned it.
+
+    A limit belongs to the user whose run taught it (issue 15): another user's fit never sees it.
+    """
+
+    def __init__(self, user) -> None:  # type: ignore[no-untyped-def]
+        self.user = user
+
+    def _rows(self):  # type: ignore[no-untyped-def]
+        return LearnedWindow.objects.filter(user=self.user)
 
     def get(self, model: str) -> int | None:
-        return LearnedWindow.objects.filter(model=model).values_list("window", flat=True).first()
+        return self._rows().filter(model=model).values_list("window", flat=True).first()
 
     def put(self, model: str, window: int) -> None:
         try:
             with transaction.atomic():
                 LearnedWindow.objects.update_or_create(
-                    model=model, defaults={"window": window, "updated_at": timezone.now()}
+                    user=self.user, model=model, defaults={"window": window, "updated_at": timezone.now()}
                 )
         except IntegrityError:
             # Two processes learned the same model at once; keep the smaller limit.
-            LearnedWindow.objects.filter(model=model, window__gt=window).update(
+            self._rows().filter(model=model, window__gt=window).update(
                 window=window, updated_at=timezone.now()
             )
 
     def all(self) -> dict[str, int]:
-        return dict(LearnedWindow.objects.values_list("model", "window"))
+        return dict(self._rows().values_list("model", "window"))
+
+
+class _NoLearnedLimits:
+    """The registry's own store: empty, since every learned limit has an owner and is passed in."""
+
+    def get(self, model: str) -> int | None:
+        return None
+
+    def put(self, model: str, window: int) -> None:
+        raise AssertionError("a learned limit is recorded for its user, never installation-wide")
+
+    def all(self) -> dict[str, int]:
+        return {}
+
+
+def learned_limits(*, user) -> list[LearnedWindow]:  # type: ignore[no-untyped-def]
+    """The user's learned limits, by model name."""
+    return list(LearnedWindow.objects.filter(user=user).order_by("model"))
+
+
+def clear_learned_limit(*, user, model: str) -> None:  # type: ignore[no-untyped-def]
+    """Forget the limit `user` taught for `model`; the table's window applies again. NotFound if none."""
+    key = check_model(model)
+    deleted, _ = LearnedWindow.objects.filter(user=user, model=key).delete()
+    if not deleted:
+        raise services.NotFound(f"no learned limit for {key}", field="model")
 
 
 _registry_lock = threading.Lock()
@@ -57,7 +92,7 @@ def window_registry() -> inrun.WindowRegistry:
     url = settings.OTTO_MODEL_WINDOWS_URL
     with _registry_lock:
         if _registry is None or _registry.url != url:
-            _registry = inrun.WindowRegistry(url=url, learned=DjangoLearnedStore())
+            _registry = inrun.WindowRegistry(url=url, learned=_NoLearnedLimits())
         return _registry
 
 
@@ -105,10 +140,14 @@ class FitOutcome:
     learned: int | None
     evicted: int
     stored: int
+    # The recorded fixes of the failing tool (lessons.ErrorRecord rows), or None when none were
+    # looked up (the run did not end in a failed tool result, or the caller turned it off).
+    related_errors: list[Any] | None = None
 
 
 def fit_run(
     *,
+    user,  # type: ignore[no-untyped-def]
     model: str,
     messages: Sequence[Mapping[str, Any]],
     session: Session | None = None,
@@ -116,6 +155,7 @@ def fit_run(
     error: ContextLengthError | None = None,
     previous_model: str | None = None,
     registry: inrun.WindowRegistry | None = None,
+    related_errors: bool = True,
 ) -> FitOutcome:
     """Fit `messages` into `model`'s window; see `memory.engine.inrun` for the stages.
 
@@ -123,7 +163,9 @@ def fit_run(
     `error` is learned (persisted) when it is smaller than the window in use; the stages run; and
     with `session`, every message rewritten or dropped is stored whole in that session's context
     tier (kind "context"), so recall can bring it back. Without a session nothing is stored and the
-    stubs say so.
+    stubs say so. When the transcript ends with a tool result reporting an error and
+    `related_errors` is on, up to 3 of the user's live records of that tool come back, best first,
+    each a hit (its TTL restarts), as `POST /lessons/related` would answer (seed 002).
     """
     key = check_model(model)
     switched = previous_model is not None and check_model(previous_model, field="previous_model") != key
@@ -133,6 +175,7 @@ def fit_run(
     except inrun.TranscriptError as exc:
         raise services.Invalid(exc.detail, field=exc.field) from None
     registry = registry or window_registry()
+    mine = DjangoLearnedStore(user)
     with transaction.atomic():
         overflow: inrun.Overflow | None = None
         learned: int | None = None
@@ -140,9 +183,9 @@ def fit_run(
             parsed = inrun.parse_overflow(error.message)
             limit = error.limit if error.limit is not None else parsed.limit
             overflow = inrun.Overflow(limit=limit, used=parsed.used)
-            if limit is not None and registry.learn(key, limit):
+            if limit is not None and registry.learn(key, limit, learned=mine):
                 learned = limit
-        window = registry.lookup(key)
+        window = registry.lookup(key, learned=mine)
         fitted = inrun.fit(
             transcript,
             window=window.window,
@@ -153,7 +196,9 @@ def fit_run(
             stored=session is not None,
         )
         stored = store_evicted(session=session, evicted=fitted.evicted, model=key) if session else 0
+    failed = inrun.failed_tool_result(transcript) if related_errors else None
     return FitOutcome(
+        related_errors=_related_errors(user, failed) if failed is not None else None,
         messages=fitted.messages,
         stages=fitted.stages,
         window=fitted.window,
@@ -166,6 +211,16 @@ def fit_run(
         evicted=len(fitted.evicted),
         stored=stored,
     )
+
+
+def _related_errors(user, failed: inrun.FailedToolResult) -> list[Any]:  # type: ignore[no-untyped-def]
+    from lessons import services as lessons
+
+    # The lookup's own limits: a tool name lessons can store, an error it can read.
+    tool = failed.tool[: lessons.MAX_TOOL_CHARS]
+    return lessons.find_related_errors(
+        user=user, tool=tool, error=failed.error[: lessons.MAX_TEXT_CHARS]
+    ).records
 
 
 def _parts(text: str) -> list[str]:

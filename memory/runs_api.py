@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema
+from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field
+
+from lessons.schemas import RecordOut
 
 from . import runs
 from .api import get_session
@@ -55,6 +58,9 @@ class FitIn(StrictIn):
     last_input_tokens: int | None = Field(None, ge=0, le=100_000_000)
     error: ContextLengthErrorIn | None = None
     previous_model: str | None = Field(None, min_length=1, max_length=200)
+    # Seed 002: a failed tool result gets the recorded fixes of its tool; off for callers that ask
+    # POST /lessons/related themselves.
+    related_errors: bool = True
 
 
 class FitOut(Schema):
@@ -69,6 +75,7 @@ class FitOut(Schema):
     learned: int | None
     evicted: int
     stored: int
+    related_errors: list[RecordOut] | None
 
 
 class WindowOut(Schema):
@@ -92,6 +99,7 @@ def fit_run(request: HttpRequest, body: FitIn):
         runs.ContextLengthError(message=body.error.message, limit=body.error.limit) if body.error else None
     )
     outcome = runs.fit_run(
+        user=request.auth.user,  # type: ignore[attr-defined]
         model=body.model,
         # exclude_unset: a message goes back with exactly the fields it came with.
         messages=[m.model_dump(exclude_unset=True) for m in body.messages],
@@ -99,6 +107,7 @@ def fit_run(request: HttpRequest, body: FitIn):
         last_input_tokens=body.last_input_tokens,
         error=error,
         previous_model=body.previous_model,
+        related_errors=body.related_errors,
     )
     return {
         "messages": outcome.messages,
@@ -112,13 +121,47 @@ def fit_run(request: HttpRequest, body: FitIn):
         "learned": outcome.learned,
         "evicted": outcome.evicted,
         "stored": outcome.stored,
+        "related_errors": outcome.related_errors,
     }
 
 
 @router.get("/models/windows", response={200: WindowsOut, **ERRORS})
 def model_windows(request: HttpRequest, params: Query[WindowsQuery]):
     registry = runs.window_registry()
+    mine = runs.DjangoLearnedStore(request.auth.user)  # type: ignore[attr-defined]
     if params.model is not None:
-        info = registry.lookup(runs.check_model(params.model))
+        info = registry.lookup(runs.check_model(params.model), learned=mine)
         return {"items": [{"model": info.model, "window": info.window, "source": info.source}]}
-    return {"items": [{"model": i.model, "window": i.window, "source": i.source} for i in registry.listing()]}
+    return {
+        "items": [
+            {"model": i.model, "window": i.window, "source": i.source} for i in registry.listing(learned=mine)
+        ]
+    }
+
+
+class LearnedOut(Schema):
+    model: str
+    window: int
+    updated_at: datetime
+
+
+class LearnedListOut(Schema):
+    items: list[LearnedOut]
+
+
+class LearnedQuery(CleanIn):
+    model: str = Field(min_length=1, max_length=200)
+
+
+@router.get("/models/learned", response={200: LearnedListOut, **ERRORS})
+def learned_limits(request: HttpRequest):
+    """The limits this user's runs have taught, by model; nobody else's."""
+    rows = runs.learned_limits(user=request.auth.user)  # type: ignore[attr-defined]
+    return {"items": [{"model": r.model, "window": r.window, "updated_at": r.updated_at} for r in rows]}
+
+
+@router.delete("/models/learned", response={204: None, **ERRORS})
+def clear_learned_limit(request: HttpRequest, params: Query[LearnedQuery]):
+    """Forget a limit this user taught; the table's window applies to their runs again."""
+    runs.clear_learned_limit(user=request.auth.user, model=params.model)  # type: ignore[attr-defined]
+    return Status(204, None)

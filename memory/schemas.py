@@ -77,6 +77,8 @@ class SessionIn(StrictIn):
     workspace: str = Field("", max_length=200)
     x_budget: int | None = Field(None, ge=16, le=10_000_000)
     y_budget: int | None = Field(None, ge=32, le=10_000_000)
+    # The share of Y a person's verbatim turns may fill; absent: OTTO_PROTECTED_SHARE.
+    protected_share: float | None = Field(None, ge=0.05, le=1.0)
 
 
 class TokensOut(Schema):
@@ -97,6 +99,7 @@ class SessionOut(Schema):
     generation: int
     tokens: TokensOut
     embedding_model: str
+    protected_share: float
 
 
 class SessionDetailOut(SessionOut):
@@ -180,6 +183,9 @@ class BulletOut(Schema):
     hash_refs: list[str]
     generation: int
     protected: bool
+    # The person's earlier words that left the view: an excerpt of each turn's start, citing the
+    # turns, which stay verbatim in the store (recall finds them).
+    quote: bool = False
 
 
 class ContextTokens(Schema):

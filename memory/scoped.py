@@ -217,17 +217,18 @@ def keyword_score(note: ScopedMemory, query: str) -> float:
     return len(wanted & found) / len(wanted)
 
 
-def _ranked(notes: list[ScopedMemory], query: str) -> list[RecalledNote]:
+def _ranked(notes: list[ScopedMemory], query: str, *, by_meaning: bool = True) -> list[RecalledNote]:
     """Notes scoring at least MIN_SCORE, best first.
 
     A note with a vector of the database's current model scores its cosine to the query (or 1 when
-    the query is exactly its key); any other note scores by keyword. Raises EmbeddingUnavailable.
+    the query is exactly its key); any other note, and every note without `by_meaning`, scores by
+    keyword. Raises EmbeddingUnavailable when `by_meaning` and the model cannot be loaded.
     """
-    vector = embedding.embedder().embed_query(query)
+    vector = embedding.embedder().embed_query(query) if by_meaning else None
     stamp = embedding.database_stamp()
     scored: list[tuple[float, ScopedMemory]] = []
     for note in notes:
-        if note.embedding and note.embedding_model == stamp:
+        if vector is not None and note.embedding and note.embedding_model == stamp:
             score = float(from_blob(bytes(note.embedding)) @ vector)
             if (note.key or "").lower() == query.strip().lower():
                 score = 1.0
@@ -268,15 +269,137 @@ def recall_notes(
             return Recalled(scope, note=f"nothing is stored in {scope.project_key} yet")
         if not query.strip():
             return Recalled(scope, [RecalledNote(n, None) for n in notes[:limit]])
-        found = _ranked(notes, query)[:limit]
-    except EmbeddingUnavailable as exc:
-        log.warning("scoped recall degraded: %s", exc)
-        return Recalled(
-            scope, note=f"memory search is unavailable ({exc}); nothing was recalled", degraded=True
-        )
+        stamp = embedding.database_stamp()
+        stale = sum(1 for n in notes if not n.embedding or n.embedding_model != stamp)
+        try:
+            found = _ranked(notes, query)[:limit]
+            why = (
+                f"{stale} of the {len(notes)} notes in {scope.project_key} have no vector of {stamp}: "
+                "they were ranked by keywords (manage.py reembed --all gives them one)"
+                if stale
+                else None
+            )
+        except EmbeddingUnavailable as exc:
+            # Fail soft (seed 003), but still answer: keyword ranking, saying it is not by meaning.
+            log.warning("scoped recall degraded to keywords: %s", exc)
+            found = _ranked(notes, query, by_meaning=False)[:limit]
+            why = f"ranked by keywords: memory search by meaning is unavailable ({exc})"
     except DatabaseError as exc:
         log.exception("scoped recall degraded: the memory store failed")
         return Recalled(scope, note=f"the memory store is unavailable ({type(exc).__name__})", degraded=True)
     if not found:
-        return Recalled(scope, note=f"nothing in {scope.project_key} matches the query")
-    return Recalled(scope, found)
+        miss = f"nothing in {scope.project_key} matches the query"
+        return Recalled(scope, note=miss if why is None else f"{miss}; {why}", degraded=True if why else None)
+    return Recalled(scope, found, note=why, degraded=True if why else None)
+
+
+# --- notes as first-class objects: list, read, delete one, delete a scope -------------------------
+
+MAX_PAGE = 100
+
+
+def _optional_scope(*, app_name: str | None, domain: str | None, conversation_id: str | None) -> Scope | None:
+    if app_name is None and domain is None and conversation_id is None:
+        return None
+    return resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+
+
+def list_notes(
+    *,
+    user: AbstractBaseUser,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+    limit: int = 20,
+    offset: int = 0,
+) -> tuple[list[ScopedMemory], int]:
+    """A page of `user`'s notes, newest first, of one scope (or of every scope when none is named),
+    and how many there are in all. Reads only: listing is not recalling."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise Invalid(f"limit must be between 1 and {MAX_PAGE}", field="limit")
+    if not 0 <= offset <= 1_000_000_000:
+        raise Invalid("offset must be between 0 and 1,000,000,000", field="offset")
+    scope = _optional_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    rows = ScopedMemory.objects.filter(user=user)
+    if scope is not None:
+        rows = rows.filter(project_key=scope.project_key)
+    rows = rows.order_by("-updated_at", "-id")
+    return list(rows[offset : offset + limit]), rows.count()
+
+
+def scopes_of(*, user: AbstractBaseUser) -> list[dict[str, object]]:
+    """Every scope `user` has notes in: its mode, projectKey, how many notes, the newest change."""
+    from django.db.models import Count, Max
+
+    return list(
+        ScopedMemory.objects.filter(user=user)
+        .values("mode", "project_key")
+        .annotate(notes=Count("id"), updated_at=Max("updated_at"))
+        .order_by("-updated_at", "project_key")
+    )
+
+
+def get_note(*, user: AbstractBaseUser, note_id: int) -> ScopedMemory:
+    """One of `user`'s notes; NotFound for any other id (another user's included)."""
+    from .services import NotFound
+
+    # An id past the database's integer range is no note (not an overflow inside the driver).
+    note = ScopedMemory.objects.filter(user=user, pk=note_id).first() if 0 < note_id < 2**63 else None
+    if note is None:
+        raise NotFound(f"no note {note_id}")
+    return note
+
+
+def delete_note(*, note: ScopedMemory) -> None:
+    """Delete one note (its vector goes with it)."""
+    ScopedMemory.objects.filter(pk=note.pk).delete()
+
+
+def delete_scope(
+    *,
+    user: AbstractBaseUser,
+    app_name: str | None = None,
+    domain: str | None = None,
+    conversation_id: str | None = None,
+) -> tuple[Scope, int]:
+    """Delete every note of one of `user`'s scopes; the scope must be named. Returns how many went."""
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    with transaction.atomic():
+        deleted, _ = ScopedMemory.objects.in_scope(user, scope.project_key).delete()
+    return scope, deleted
+
+
+def reembed_notes(*, batch: int = 64) -> int:
+    """Give every note (of every user) a vector of the database's current model; return how many
+    were written. Notes already stamped with it are skipped. Raises EmbeddingUnavailable when there
+    is something to embed and no model can be loaded."""
+    stamp = embedding.database_stamp()
+    ids = list(
+        ScopedMemory.objects.exclude(embedding_model=stamp, embedding__isnull=False)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    done = 0
+    for start in range(0, len(ids), batch):
+        rows = list(ScopedMemory.objects.filter(pk__in=ids[start : start + batch]))
+        vectors = embedding.embedder().embed_documents([r.content[:EMBED_CHARS] for r in rows])
+        with transaction.atomic():
+            for row, vector in zip(rows, vectors, strict=True):
+                # Only the vector changes: re-embedding is not an edit, so updated_at stays.
+                ScopedMemory.objects.filter(pk=row.pk).update(
+                    embedding=to_blob(vector), embedding_model=stamp
+                )
+        done += len(rows)
+    return done
+
+
+def scope_arguments(project_key: str) -> dict[str, str]:
+    """The remember/recall arguments that select the scope `project_key` names (its inverse), or
+    Invalid naming `scope` when it is not a projectKey."""
+    mode, _, rest = project_key.partition(":")
+    if mode == ScopedMemory.CONVERSATION and rest:
+        return {"conversation_id": rest}
+    app, sep, host = rest.rpartition("@")
+    if mode == ScopedMemory.APP and sep and app and host:
+        return {"app_name": app, "domain": host}
+    raise Invalid("scope must be a projectKey: app:<appName>@<domain> or conversation:<id>", field="scope")

@@ -9,15 +9,15 @@ from datetime import datetime
 from typing import Literal
 
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from . import scoped
-from .schemas import ErrorOut, StrictIn
+from .schemas import CleanIn, ErrorOut, StrictIn
 
 router = Router(tags=["scoped memory"])
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 ModeName = Literal["app", "conversation"]
 
 
@@ -118,3 +118,115 @@ def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
     if found.degraded:
         answer["degraded"] = True
     return answer
+
+
+# --- notes as first-class objects -------------------------------------------------------------------
+
+
+class NoteScopeQuery(CleanIn):
+    appName: str | None = Field(None, max_length=scoped.MAX_APP_CHARS)  # noqa: N815
+    domain: str | None = Field(None, max_length=253)
+    conversationId: str | None = Field(None, max_length=scoped.MAX_CONVERSATION_CHARS)  # noqa: N815
+
+
+class NoteListQuery(NoteScopeQuery):
+    limit: int = Field(20, ge=1, le=scoped.MAX_PAGE)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
+
+
+class StoredNoteOut(Schema):
+    id: int
+    mode: ModeName
+    projectKey: str  # noqa: N815
+    key: str | None
+    content: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class NoteListOut(Schema):
+    items: list[StoredNoteOut]
+    count: int
+
+
+class ScopeOut(Schema):
+    mode: ModeName
+    projectKey: str  # noqa: N815
+    notes: int
+    updated_at: datetime
+
+
+class ScopeListOut(Schema):
+    items: list[ScopeOut]
+
+
+class DeletedScopeOut(Schema):
+    mode: ModeName
+    projectKey: str  # noqa: N815
+    deleted: int
+
+
+def _stored(note) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    return {
+        "id": note.pk,
+        "mode": note.mode,
+        "projectKey": note.project_key,
+        "key": note.key,
+        "content": note.content,
+        "created_at": note.created_at,
+        "updated_at": note.updated_at,
+    }
+
+
+@router.get("/notes", response={200: NoteListOut, **ERRORS})
+def list_notes(request: HttpRequest, params: Query[NoteListQuery]):
+    """The caller's notes, newest first: of one scope when one is named, else of every scope."""
+    rows, count = scoped.list_notes(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        app_name=params.appName,
+        domain=params.domain,
+        conversation_id=params.conversationId,
+        limit=params.limit,
+        offset=params.offset,
+    )
+    return {"items": [_stored(n) for n in rows], "count": count}
+
+
+@router.get("/scopes", response={200: ScopeListOut, **ERRORS})
+def list_scopes(request: HttpRequest):
+    """Every scope the caller has notes in, most recently changed first."""
+    rows = scoped.scopes_of(user=request.auth.user)  # type: ignore[attr-defined]
+    return {
+        "items": [
+            {
+                "mode": r["mode"],
+                "projectKey": r["project_key"],
+                "notes": r["notes"],
+                "updated_at": r["updated_at"],
+            }
+            for r in rows
+        ]
+    }
+
+
+@router.get("/notes/{note_id}", response={200: StoredNoteOut, **ERRORS})
+def read_note(request: HttpRequest, note_id: int):
+    return _stored(scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
+
+
+@router.delete("/notes/{note_id}", response={204: None, **ERRORS})
+def delete_note(request: HttpRequest, note_id: int):
+    scoped.delete_note(note=scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
+    return Status(204, None)
+
+
+@router.delete("/notes", response={200: DeletedScopeOut, **ERRORS})
+def delete_scope(request: HttpRequest, params: Query[NoteScopeQuery]):
+    """Delete every note of the named scope (a scope must be named: nothing deletes every note)."""
+    scope, deleted = scoped.delete_scope(
+        user=request.auth.user,  # type: ignore[attr-defined]
+        app_name=params.appName,
+        domain=params.domain,
+        conversation_id=params.conversationId,
+    )
+    return {"mode": scope.mode, "projectKey": scope.project_key, "deleted": deleted}

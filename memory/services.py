@@ -143,6 +143,9 @@ def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer 
         x_budget=session.x_budget,
         y_budget=session.y_budget,
         summarize=summarize or summarizer_for(settings.OTTO_SUMMARIZER),
+        protected_share=session.protected_share
+        if session.protected_share is not None
+        else settings.OTTO_PROTECTED_SHARE,
     )
 
 
@@ -177,11 +180,14 @@ def create_session(
     workspace: str = "",
     x_budget: int | None = None,
     y_budget: int | None = None,
+    protected_share: float | None = None,
 ) -> Session:
     """Create a session for `user`; its id is generated when absent. Conflict when the id is taken."""
     if sid is None:
         sid = "s-" + secrets.token_hex(8)
     check_session_id(sid)
+    if protected_share is not None and not 0.05 <= protected_share <= 1.0:
+        raise Invalid("protected_share must be between 0.05 and 1", field="protected_share")
     try:
         with transaction.atomic():
             session = Session.objects.create(
@@ -192,6 +198,7 @@ def create_session(
                 x_budget=x_budget or settings.OTTO_X_BUDGET,
                 y_budget=y_budget or settings.OTTO_Y_BUDGET,
                 embedding_model=embedding.database_stamp(),
+                protected_share=protected_share,
             )
             TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
     except IntegrityError:
@@ -833,18 +840,37 @@ def rebuild_summary(*, session: Session) -> int:
 def reset_session(*, session: Session, mode: str) -> None:
     """Clear the conversation: items, chunks, vectors and index rows of both kinds.
 
-    mode "summary" keeps the rolling summary (the live bullets, as text); "all" deletes every
-    bullet generation too and starts the generation count again.
+    mode "summary" keeps the rolling summary: the live bullets, and behind them the archived turns
+    they cite (chunk, item, vector, index row), so every hash a kept bullet cites still resolves,
+    the dashboard can open it, recall finds it and the session's export is accepted by its own
+    import. Everything else goes: X, Y raw, uncited archived turns, the context tier, and the
+    superseded generations (they cite turns that are gone). "all" deletes every bullet generation
+    too and starts the generation count again.
     """
     with transaction.atomic():
-        item_ids = list(session.items.values_list("pk", flat=True))
+        kept: set[int] = set()
+        if mode == "summary":
+            cited = {
+                h
+                for refs in session.bullets.filter(superseded=False).values_list("hash_refs", flat=True)
+                for h in refs
+            }
+            kept = set(
+                session.items.filter(tier="a", kind="history", chunk__hash__in=cited).values_list(
+                    "pk", flat=True
+                )
+            )
+        item_ids = [pk for pk in session.items.values_list("pk", flat=True) if pk not in kept]
         fts_delete(item_ids)
         vec_delete(item_ids)
-        session.items.all().delete()
-        session.chunks.all().delete()
+        for start in range(0, len(item_ids), 500):
+            Item.objects.filter(pk__in=item_ids[start : start + 500]).delete()
+        session.chunks.exclude(items__isnull=False).delete()
         if mode == "all":
             session.bullets.all().delete()
             TierState.objects.filter(session=session).update(generation=0)
+        else:
+            session.bullets.filter(superseded=True).delete()
         Session.objects.filter(pk=session.pk).update(turns=0, updated_at=timezone.now())
 
 

@@ -17,7 +17,11 @@ urlpatterns = [
     path("jobs/<str:job_id>/", views.job, name="job"),
     path("account/", views.tokens, name="tokens"),
     path("audit/", views.audit, name="audit"),
+    path("notes/", views.notes, name="notes"),
+    path("notes/scope/delete/", views.delete_scope, name="notes-scope-delete"),
+    path("notes/<int:note_id>/delete/", views.delete_note, name="note-delete"),
     path("account/tokens/<int:token_id>/revoke/", views.revoke_token, name="token-revoke"),
+    path("account/learned/<int:learned_id>/clear/", views.clear_learned, name="learned-clear"),
     path("account/password/", views.password, name="password"),
     path("login/link/<str:uidb64>/<str:token>/", views.login_link, name="login-link"),
 ]

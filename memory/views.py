@@ -25,9 +25,21 @@ from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from . import dashboard, services
+from . import dashboard, runs, scoped, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
-from .models import TIER_X, TIER_Y, ApiToken, AuditEntry, Bullet, Job, Session
+from .models import (
+    TIER_ARCHIVED,
+    TIER_X,
+    TIER_Y,
+    ApiToken,
+    AuditEntry,
+    Bullet,
+    Item,
+    Job,
+    LearnedWindow,
+    ScopedMemory,
+    Session,
+)
 from .recall import DEFAULT_MAX_TOKENS, recall
 
 SESSIONS_PER_PAGE = 20
@@ -119,7 +131,10 @@ def _tab_context(session: Session, tab: str, request: HttpRequest) -> dict[str, 
     if tab == "compact":
         return _compact_context(session)
     form = ResetForm(request.GET) if "mode" in request.GET else ResetForm()
-    return {"reset_form": form, "reset_mode": form.cleaned_data["mode"] if form.is_valid() else None}
+    mode = form.cleaned_data["mode"] if form.is_valid() else None
+    kept = dashboard.cited_archived_turns(session) if mode == "summary" else 0
+    archived = Item.objects.filter(session=session, kind="history", tier=TIER_ARCHIVED).count()
+    return {"reset_form": form, "reset_mode": mode, "kept_turns": kept, "lost_archived": archived - kept}
 
 
 def _compact_context(session: Session) -> dict[str, Any]:
@@ -210,7 +225,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
     mode = form.cleaned_data["mode"]
     services.memory_action(session=session, action="reset", mode=mode)
     note = (
-        "Reset: every turn was deleted; the rolling summary was kept."
+        "Reset: the conversation was cleared; the rolling summary was kept with the turns it cites."
         if mode == "summary"
         else "Reset: every turn and the whole summary were deleted."
     )
@@ -288,7 +303,12 @@ def _password_form(request: HttpRequest, data: Any = None) -> SetPasswordForm | 
 
 def _account(request: HttpRequest, **extra: Any) -> dict[str, Any]:
     tokens = ApiToken.objects.filter(user=request.user).order_by("revoked_at", "-created_at")
-    context = {"tokens": tokens, "token_form": TokenForm(), "password_form": _password_form(request)}
+    context = {
+        "tokens": tokens,
+        "token_form": TokenForm(),
+        "password_form": _password_form(request),
+        "learned": runs.learned_limits(user=request.user),
+    }
     context.update(extra)
     return context
 
@@ -317,6 +337,16 @@ def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
+def clear_learned(request: HttpRequest, learned_id: int) -> HttpResponse:
+    """Forget a window limit this user's runs taught; their fits use the table's window again."""
+    row = get_object_or_404(LearnedWindow.objects.filter(user=request.user), pk=learned_id)
+    runs.clear_learned_limit(user=request.user, model=row.model)
+    messages.success(request, f"Cleared the learned limit of {row.model}: its table window applies again.")
+    return redirect("tokens")
+
+
+@require_POST
+@login_required
 def password(request: HttpRequest) -> HttpResponse:
     form = _password_form(request, request.POST)
     if not form.is_valid():
@@ -328,6 +358,60 @@ def password(request: HttpRequest) -> HttpResponse:
     update_session_auth_hash(request, user)
     messages.success(request, "Password saved. You can log in with it from now on.")
     return redirect("tokens")
+
+
+# --- scoped notes (seed 003) ------------------------------------------------------------------------
+
+NOTES_PER_PAGE = 20
+
+
+@require_GET
+@login_required
+def notes(request: HttpRequest) -> HttpResponse:
+    """The user's scopes and, for the chosen one (or every scope), a page of its notes, newest first."""
+    key = request.GET.get("scope", "")
+    try:
+        arguments = scoped.scope_arguments(key) if key else {}
+        page_number = max(1, int(request.GET.get("page", "1") or 1))
+        rows, count = scoped.list_notes(
+            user=request.user, limit=NOTES_PER_PAGE, offset=(page_number - 1) * NOTES_PER_PAGE, **arguments
+        )
+    except (services.Invalid, ValueError):
+        raise Http404("no such scope") from None
+    return render(
+        request,
+        "memory/notes.html",
+        {
+            "scopes": scoped.scopes_of(user=request.user),
+            "scope": key,
+            "rows": rows,
+            "count": count,
+            "page_number": page_number,
+            "has_next": page_number * NOTES_PER_PAGE < count,
+        },
+    )
+
+
+@require_POST
+@login_required
+def delete_note(request: HttpRequest, note_id: int) -> HttpResponse:
+    note = get_object_or_404(ScopedMemory.objects.filter(user=request.user), pk=note_id)
+    scoped.delete_note(note=note)
+    messages.success(request, f"Deleted a note of {note.project_key}.")
+    return redirect(f"{reverse('notes')}?scope={note.project_key}")
+
+
+@require_POST
+@login_required
+def delete_scope(request: HttpRequest) -> HttpResponse:
+    try:
+        scope, deleted = scoped.delete_scope(
+            user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))
+        )
+    except services.Invalid:
+        raise Http404("no such scope") from None
+    messages.success(request, f"Deleted {deleted} note{'s' if deleted != 1 else ''} of {scope.project_key}.")
+    return redirect("notes")
 
 
 # --- one-time login links (manage.py login_link) -------------------------------------------------

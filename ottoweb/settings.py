@@ -26,6 +26,11 @@ def envint(name: str, default: int) -> int:
     return int(value) if value not in (None, "") else default
 
 
+def envfloat(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
 def envstr(name: str, default: str) -> str:
     value = os.environ.get(name)
     return value if value not in (None, "") else default
@@ -180,6 +185,9 @@ LOGGING = {
 # --- memory ---------------------------------------------------------------------------------------
 OTTO_X_BUDGET = envint("OTTO_X_BUDGET", 24_000)
 OTTO_Y_BUDGET = envint("OTTO_Y_BUDGET", 80_000)
+# The share of Y a person's verbatim turns may fill; past it the oldest leave the prompt view (kept
+# verbatim in the store, cited by a quote bullet). Between 0.05 and 1 (issue 15).
+OTTO_PROTECTED_SHARE = min(1.0, max(0.05, envfloat("OTTO_PROTECTED_SHARE", 0.5)))
 # One item's text, in characters: longer answers 422 (≈250K tokens, past any model's window).
 OTTO_MAX_ITEM_CHARS = envint("OTTO_MAX_ITEM_CHARS", 1_000_000)
 OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")

@@ -25,6 +25,11 @@ REABSTRACT = True
 EXCERPT_TOKENS = 48
 # No single non-protected bullet grows past this when the engine has to merge bullets itself.
 MAX_MERGED_TOKENS = 120
+# Words of a person's turn that leaves the live view kept in the bullet citing it: its start, where
+# a request usually says what it is about; the turn itself stays verbatim in the store.
+QUOTE_TOKENS = 32
+# The bullets citing the person's earlier words fill at most this share of the compaction target.
+QUOTE_FRACTION = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +126,12 @@ def _excerpt(text: str, max_tokens: int) -> str:
     return cut if cut == flat else cut.rstrip() + " …"
 
 
+def is_quote(bullet: Bullet) -> bool:
+    """Whether the bullet cites a person's earlier words: excerpts of protected turns that left the
+    live view (not protected itself, so it can be merged; never shown to the summariser)."""
+    return not bullet.protected and bullet.role == "user"
+
+
 def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
     half = MAX_MERGED_TOKENS // 2
     text = f"{_excerpt(a.text, half)} / {_excerpt(b.text, half)}"
@@ -131,6 +142,8 @@ def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
         generation=generation,
         tokens=tok.count_tokens(text),
         first_position=min(a.first_position, b.first_position),
+        # Two quotes of the person merge into a quote; anything else into a plain summary line.
+        role=a.role if a.role == b.role else None,
     )
 
 
@@ -166,6 +179,7 @@ def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[li
                 generation=generation,
                 tokens=tok.count_tokens(text),
                 first_position=only.first_position,
+                role=only.role,
             )
     return bullets, merges
 
@@ -179,14 +193,21 @@ def plan_compaction(
     target_tokens: int,
     protect: bool = True,
     reabstract: bool = REABSTRACT,
+    protected_target: int | None = None,
 ) -> CompactionResult:
     """Compute generation `generation` from Y's raw items and the live bullets. Pure: writes nothing.
 
     With `protect`, protected items bypass the summariser and are carried verbatim; without it
     (the type-blind arm of eval_compaction) they are summarised like any other item.
+
+    `protected_target` bounds the verbatim protected bullets (None: unbounded, the seed's policy).
+    Past it, the oldest leave the view: each becomes a quote bullet (`is_quote`) holding an excerpt
+    of its start and its hash, never summarised; quotes are merged only with quotes, into at most
+    QUOTE_FRACTION of `target_tokens`. The turns themselves stay verbatim in the store.
     """
     result = CompactionResult(bullets=[], generation=generation)
     protected: list[Bullet] = []
+    quotes: list[Bullet] = []
     passthrough: list[Bullet] = []
     # Each numbered source: (text, role, hash_refs, first_position, prior bullet or None).
     sources: list[tuple[str, str, tuple[str, ...], int, Bullet | None]] = []
@@ -194,6 +215,8 @@ def plan_compaction(
     for bullet in prior:
         if bullet.protected and protect:
             protected.append(_regenerate(bullet, generation))
+        elif is_quote(bullet) and protect:
+            quotes.append(_regenerate(bullet, generation))
         elif reabstract:
             sources.append((bullet.text, "bullet", bullet.hash_refs, bullet.first_position, bullet))
         else:
@@ -259,13 +282,38 @@ def plan_compaction(
                 )
             )
 
-    free_target = max(0, target_tokens - sum(b.tokens for b in protected))
-    fitted, result.merged = _fit(
+    if protected_target is not None and protect:
+        protected.sort(key=lambda b: b.first_position)
+        kept_tokens = sum(b.tokens for b in protected)
+        while protected and kept_tokens > protected_target:
+            oldest = protected.pop(0)
+            kept_tokens -= oldest.tokens
+            quotes.append(_quote(oldest, generation))
+        quotes, merged = _fit(
+            sorted(quotes, key=lambda b: b.first_position), int(target_tokens * QUOTE_FRACTION), generation
+        )
+        result.merged += merged
+    free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))
+    fitted, merged = _fit(
         sorted(summary + passthrough, key=lambda b: b.first_position), free_target, generation
     )
-    result.bullets = sorted(fitted + protected, key=lambda b: b.first_position)
+    result.merged += merged
+    result.bullets = sorted(fitted + protected + quotes, key=lambda b: b.first_position)
     _check_reachable(raw, prior, result.bullets)
     return result
+
+
+def _quote(bullet: Bullet, generation: int) -> Bullet:
+    """A protected bullet leaving the view: the start of the person's words, citing the turn."""
+    text = _excerpt(bullet.text, QUOTE_TOKENS)
+    return Bullet(
+        text=text,
+        hash_refs=bullet.hash_refs,
+        generation=generation,
+        tokens=tok.count_tokens(text),
+        first_position=bullet.first_position,
+        role="user",
+    )
 
 
 def _regenerate(bullet: Bullet, generation: int) -> Bullet:

@@ -15,11 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from . import bm25
+from . import tokens as tok
 from .compaction import REABSTRACT, Summarizer
 from .memstore import InMemoryStore
 from .queue import TieredQueue
 from .summarizers import extractive_summarize
 from .synthetic import conversation
+from .types import View
 
 CONSTRAINTS: tuple[str, ...] = (
     "Never deploy to production on a Friday.",
@@ -55,6 +58,8 @@ class Arm:
     protect: bool
     budget: Budget
     reabstract: bool = REABSTRACT
+    # None: protected turns unbounded (the seed's policy, what the seed rows measure).
+    protected_share: float | None = None
 
 
 @dataclass(slots=True)
@@ -66,6 +71,10 @@ class Outcome:
     lost: list[str] = field(default_factory=list)
     # Of `kept`, those that survive inside a bullet (they went through compaction) rather than raw.
     in_bullets: list[str] = field(default_factory=list)
+    # Those whose turn a keyword recall of the constraint returns among its first RECALL_K hits.
+    recalled: list[str] = field(default_factory=list)
+    # The tokens of all the person's turns of the conversation, against which Y is small.
+    person_tokens: int = 0
 
 
 def arms(*, abstract_once: bool = False) -> list[Arm]:
@@ -112,8 +121,10 @@ def replay(
         summarize=summarize,
         protect=arm.protect,
         reabstract=arm.reabstract,
+        protected_share=arm.protected_share,
     )
-    for role, text in conversation(turns, seed=seed, constraints=constraints):
+    turns_of = conversation(turns, seed=seed, constraints=constraints)
+    for role, text in turns_of:
         if queue.append(role, text).needs_compaction:
             queue.compact()
     view = queue.current_view()
@@ -127,7 +138,77 @@ def replay(
         generations=totals.generation,
         view_tokens=totals.x + totals.y,
         in_bullets=surviving([b.text for b in view.bullets], constraints),
+        recalled=recalled(store, view, constraints),
+        person_tokens=sum(tok.count_tokens(t) for r, t in turns_of if r == "user"),
     )
+
+
+# A constraint is found when its turn is among the first RECALL_K keyword hits.
+RECALL_K = 3
+
+
+def recalled(store: InMemoryStore, view: View, constraints: Sequence[str]) -> list[str]:
+    """The constraints a keyword recall finds: BM25 (recall's keyword ranking) over recall's stage-1
+    candidates — every chunk a live bullet cites, and the live Y raw and X — asked each constraint."""
+    texts = sorted(
+        {store.chunks[h] for b in view.bullets for h in b.hash_refs}
+        | {i.text for i in (*view.y_raw, *view.x)}
+    )
+    index = bm25.Index(list(enumerate(texts)))
+    found = []
+    for constraint in constraints:
+        hits = index.search(bm25.words(constraint), RECALL_K)
+        if any(_flat(constraint) in _flat(texts[i]) for i, _ in hits):
+            found.append(constraint)
+    return found
+
+
+# The bounded rows: the default share (OTTO_PROTECTED_SHARE), at lengths where the person's turns
+# alone are several times the tight Y budget.
+BOUNDED_SHARE = 0.5
+BOUNDED_LENGTHS: tuple[int, ...] = (400, 1200)
+
+
+def bounded_arms() -> list[Arm]:
+    normal, tight = BUDGETS
+    return [
+        Arm(f"protected, share {BOUNDED_SHARE}", protect=True, budget=normal, protected_share=BOUNDED_SHARE),
+        Arm(
+            f"protected, share {BOUNDED_SHARE}, tight budget",
+            protect=True,
+            budget=tight,
+            protected_share=BOUNDED_SHARE,
+        ),
+    ]
+
+
+def run_bounded(
+    *, lengths: Sequence[int] = BOUNDED_LENGTHS, summarize: Summarizer = extractive_summarize, seed: int = 3
+) -> list[tuple[Arm, list[Outcome]]]:
+    """The bounded-protection arms at every length."""
+    return [
+        (arm, [replay(arm, n, summarize=summarize, seed=seed) for n in lengths]) for arm in bounded_arms()
+    ]
+
+
+def bounded_table(results: Sequence[tuple[Arm, Sequence[Outcome]]], total: int = len(CONSTRAINTS)) -> str:
+    """One row per bounded arm: per length, verbatim in the view · found by recall, and how many
+    times Y the person's turns are."""
+    lengths = [o.turns for o in results[0][1]] if results else []
+    width = max([len("policy")] + [len(arm.label) for arm, _ in results]) + 2
+    cell = 34
+    header = "policy".ljust(width) + "".join(f"{n} turns: in view · recalled".ljust(cell) for n in lengths)
+    rows = [
+        arm.label.ljust(width)
+        + "".join(
+            f"{len(o.kept)}/{total} · {len(o.recalled)}/{total} ({o.person_tokens / arm.budget.y:.1f}× Y)".ljust(
+                cell
+            )
+            for o in outcomes
+        )
+        for arm, outcomes in results
+    ]
+    return "\n".join(line.rstrip() for line in [header, *rows])
 
 
 def run(

@@ -334,6 +334,36 @@ def _looks_failed(result: str) -> bool:
     return any(word in head for word in _ERROR_WORDS)
 
 
+@dataclass(frozen=True, slots=True)
+class FailedToolResult:
+    """The transcript's last message when it is a tool result reporting an error (seed 002's cue for
+    attaching recorded fixes): the tool's name and the result's text."""
+
+    tool: str
+    error: str
+
+
+def failed_tool_result(messages: Sequence[Mapping[str, Any]]) -> FailedToolResult | None:
+    """The last message as a failed tool result, or None when it is not a tool result or it succeeded.
+
+    A result has failed when it says so (`is_error: true`, as some vendors mark it) or its start
+    names an error the way `heuristic_still_needed` reads one. The tool's name comes from the call
+    it answers; a result whose call is not in the transcript names no tool and is None.
+    """
+    if not messages or messages[-1].get("role") != "tool":
+        return None
+    last = messages[-1]
+    text = content_text(last.get("content"))
+    if not text.strip() or not (last.get("is_error") is True or _looks_failed(text)):
+        return None
+    call_id = last.get("tool_call_id")
+    for message in reversed(messages[:-1]):
+        for call in tool_calls(message):
+            if call.id == call_id and call.name:
+                return FailedToolResult(tool=call.name, error=text)
+    return None
+
+
 def _paths(arguments: str) -> set[str]:
     return set(_PATH.findall(arguments))
 
@@ -690,10 +720,13 @@ class WindowRegistry:
                 best = key
         return table[best] if best else None
 
-    def lookup(self, model: str) -> WindowInfo:
-        """The window to use for `model` (already normalised) and where it came from."""
+    def lookup(self, model: str, *, learned: LearnedStore | None = None) -> WindowInfo:
+        """The window to use for `model` (already normalised) and where it came from.
+
+        `learned`: the limits of the caller (one user's); the registry's own store otherwise.
+        """
         self.warm()
-        return self._resolve(model, self.learned.get(model))
+        return self._resolve(model, (learned or self.learned).get(model))
 
     def _resolve(self, model: str, learned: int | None) -> WindowInfo:
         table = self.table_window(model)
@@ -703,25 +736,29 @@ class WindowRegistry:
             return WindowInfo(model, table, "table")
         return WindowInfo(model, DEFAULT_WINDOW, "default")
 
-    def learn(self, model: str, limit: int) -> bool:
-        """Record a limit from an overflow error when it is smaller than what is in use; say if it was."""
+    def learn(self, model: str, limit: int, *, learned: LearnedStore | None = None) -> bool:
+        """Record a limit from an overflow error when it is smaller than what is in use; say if it was.
+
+        `learned`: where to record it (one user's limits); the registry's own store otherwise.
+        """
         if not MIN_LIMIT <= limit <= MAX_LIMIT:
             return False
+        store = learned or self.learned
         table = self.table_window(model)
-        learned = self.learned.get(model)
+        known = store.get(model)
         if table is not None and limit >= table:
             return False
-        if learned is not None and limit >= learned:
+        if known is not None and limit >= known:
             return False
-        self.learned.put(model, limit)
+        store.put(model, limit)
         return True
 
-    def listing(self) -> list[WindowInfo]:
+    def listing(self, *, learned: LearnedStore | None = None) -> list[WindowInfo]:
         """Every model the registry knows, with the window in use and its source, by name."""
         self.warm()
-        learned = self.learned.all()
-        names = set(self._table()) | set(self.bundled.fixed) | set(learned)
-        return [self._resolve(name, learned.get(name)) for name in sorted(names)]
+        learned_limits = (learned or self.learned).all()
+        names = set(self._table()) | set(self.bundled.fixed) | set(learned_limits)
+        return [self._resolve(name, learned_limits.get(name)) for name in sorted(names)]
 
 
 # --- the stages -------------------------------------------------------------------------------------

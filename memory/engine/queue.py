@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from . import tokens as tok
-from .compaction import REABSTRACT, CompactionResult, Summarizer, plan_compaction
+from .compaction import REABSTRACT, CompactionResult, Summarizer, is_quote, plan_compaction
 from .hashing import content_hash
 from .types import Bullet, Draft, Item, TierStore, View
 
@@ -65,6 +65,7 @@ class TieredQueue:
         summarize: Summarizer,
         protect: bool = True,
         reabstract: bool = REABSTRACT,
+        protected_share: float | None = None,
     ) -> None:
         self.store = store
         self.kind = kind
@@ -73,6 +74,9 @@ class TieredQueue:
         self.summarize = summarize
         self.protect = protect
         self.reabstract = reabstract
+        # The share of Y verbatim protected turns may fill; None leaves them unbounded (the seed's
+        # policy, which eval_compaction's seed rows measure).
+        self.protected_share = protected_share
 
     def draft(
         self,
@@ -149,6 +153,9 @@ class TieredQueue:
             target_tokens=int(self.y_budget * TARGET_FRACTION),
             protect=self.protect,
             reabstract=self.reabstract,
+            protected_target=None
+            if self.protected_share is None
+            else int(self.y_budget * self.protected_share),
         )
         return Plan(
             base_generation=totals.generation, positions=[i.position for i in snapshot], result=result
@@ -216,9 +223,19 @@ def render_view(view: View) -> str:
     An entry starts at column 0 with "- " (a bullet) or "role: " (a turn, or a protected bullet);
     its further lines start with two spaces (`render_entry`).
     """
-    entries = [render_entry("- " if not b.protected else f"{b.role}: ", b.text) for b in view.bullets]
+    entries = [render_entry(_bullet_label(b), b.text) for b in view.bullets]
     entries += [render_entry(f"{item.role}: ", item.text) for item in (*view.y_raw, *view.x)]
     return "\n".join(entries)
+
+
+# A quote bullet's label: the person's words, cut, with the whole turn a recall away.
+QUOTE_LABEL = "- the person's earlier words (excerpt; the full text is in memory): "
+
+
+def _bullet_label(bullet: Bullet) -> str:
+    if bullet.protected:
+        return f"{bullet.role}: "
+    return QUOTE_LABEL if is_quote(bullet) else "- "
 
 
 def reachable_hashes(bullets: list[Bullet]) -> set[str]:

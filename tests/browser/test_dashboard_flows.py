@@ -241,7 +241,7 @@ def test_reset_each_mode_confirms_what_will_be_lost_then_clears_it(page: Page, l
     expect(confirm).to_contain_text("This cannot be undone. It permanently deletes:")
     expect(confirm.locator("ul.losses li").first).to_contain_text("recent turn")
     if mode == "summary":
-        expect(confirm).to_contain_text(f"Kept: the {bullets} summary bullets, as text.")
+        expect(confirm).to_contain_text(f"Kept: the {bullets} summary bullets and the ")
     else:
         expect(confirm).to_contain_text(
             f"{bullets} summary bullets and all {before['generation']} generations"
@@ -252,13 +252,15 @@ def test_reset_each_mode_confirms_what_will_be_lost_then_clears_it(page: Page, l
     ).click()
 
     expect(page.locator("#tab-panel .notice.success")).to_have_text(
-        "Reset: every turn was deleted; the rolling summary was kept."
+        "Reset: the conversation was cleared; the rolling summary was kept with the turns it cites."
         if mode == "summary"
         else "Reset: every turn and the whole summary were deleted."
     )
     expect(page.locator("#tiers").get_by_role("img", name=re.compile(r"^X holds 0 of"))).to_be_visible()
-    # Turns, archived turns, tool outputs: all gone; the embedding model stays.
-    expect(page.locator("#tiers .stats dd")).to_have_text(["0", "0", "0", re.compile(r"MiniLM")])
+    # Turns and tool outputs: all gone; archived turns: only those the kept summary cites; the
+    # embedding model stays.
+    archived = re.compile(r"^[1-9][0-9]*$") if mode == "summary" else "0"
+    expect(page.locator("#tiers .stats dd")).to_have_text(["0", archived, "0", re.compile(r"MiniLM")])
     after = live.api("GET", f"/sessions/{sid}/context")
     assert (len(after["x"]), len(after["y_raw"]), len(after["bullets"])) == (
         0,

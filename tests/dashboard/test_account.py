@@ -139,3 +139,21 @@ def test_a_common_or_numeric_password_is_refused(alice, weak, reason):
     assert reason in response.content.decode()
     alice.refresh_from_db()
     assert alice.check_password("alice-password-1") is True
+
+
+def test_account_page_lists_and_clears_only_the_users_learned_limits(client, alice, bob):
+    from memory.models import LearnedWindow
+
+    mine = LearnedWindow.objects.create(user=alice, model="openai:gpt-4o", window=8192)
+    theirs = LearnedWindow.objects.create(user=bob, model="acme:secret-model", window=4096)
+    client.force_login(alice)
+
+    page = client.get("/account/").content.decode()
+    refused = client.post(f"/account/learned/{theirs.pk}/clear/")
+    cleared = client.post(f"/account/learned/{mine.pk}/clear/", follow=True)
+
+    assert "<code>openai:gpt-4o</code>" in page and "8192" in page
+    assert "acme:secret-model" not in page
+    assert refused.status_code == 404
+    assert "Cleared the learned limit of openai:gpt-4o" in cleared.content.decode()
+    assert list(LearnedWindow.objects.values_list("model", flat=True)) == ["acme:secret-model"]

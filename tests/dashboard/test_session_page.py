@@ -183,8 +183,16 @@ def test_reset_asks_for_confirmation_listing_what_will_be_lost(alice_web, compac
     wipe = alice_web.get("/sessions/deploys/", {"tab": "reset", "mode": "all"}).content.decode()
 
     assert "Reset “Deploy rules” and keep its summary?" in keep
-    assert f"<strong>{t.archived_turns}</strong> archived turns: Recall will no longer find them" in keep
-    assert f"Kept: the {t.bullets} summary bullets, as text." in keep
+    kept = dashboard.cited_archived_turns(totals())
+    assert 0 < kept <= t.archived_turns
+    assert (
+        f"<strong>{t.archived_turns - kept}</strong> archived turns the summary does not cite: "
+        "Recall will no longer find them" in keep
+    )
+    assert (
+        f"Kept: the {t.bullets} summary bullets and the {kept} archived turns they cite, so every "
+        "bullet still opens onto its turns and Recall still finds them." in keep
+    )
     assert "summary bullets and all" not in keep
     assert "Wipe everything in “Deploy rules”?" in wipe
     assert (
@@ -194,17 +202,22 @@ def test_reset_asks_for_confirmation_listing_what_will_be_lost(alice_web, compac
     assert Session.objects.get(sid="deploys").turns == 41  # looking is not resetting
 
 
-def test_reset_summary_deletes_every_turn_and_keeps_the_bullets(alice_web, compacted):
+def test_reset_summary_deletes_every_turn_but_those_its_kept_bullets_cite(alice_web, compacted):
     bullets = Bullet.objects.of_kind(compacted, "history").live().count()
+    kept = dashboard.cited_archived_turns(compacted)
 
     response = alice_web.post("/sessions/deploys/reset/", {"mode": "summary"}, **hx("memory-tabs"))
 
-    assert "Reset: every turn was deleted; the rolling summary was kept." in response.content.decode()
+    assert (
+        "Reset: the conversation was cleared; the rolling summary was kept with the turns it cites."
+        in response.content.decode()
+    )
     assert response["HX-Trigger-After-Swap"] == '{"session-changed": {}}'
     assert (
         Item.objects.filter(session=compacted).count(),
+        Item.objects.filter(session=compacted).exclude(tier="a").count(),
         Bullet.objects.of_kind(compacted, "history").live().count(),
-    ) == (0, bullets)
+    ) == (kept, 0, bullets)
 
 
 def test_reset_all_deletes_the_summary_too(alice_web, compacted):

@@ -88,3 +88,18 @@ def test_replay_counts_a_constraint_only_when_its_sentence_is_verbatim():
     assert ec.surviving(["user: Keep this in mind. Never deploy to production  on a Friday. Thanks."]) == [
         "Never deploy to production on a Friday."
     ]
+
+
+def test_eval_compaction_bounded_rows_find_every_constraint_by_recall(tmp_path):
+    output, figures = run_command(tmp_path)
+
+    bounded = {row["policy"]: row["results"] for row in figures["bounded"]}
+    tight = bounded["protected, share 0.5, tight budget"]
+    # The person's turns alone are several times Y: most constraints have left the view…
+    assert tight["1200"]["person_tokens"] > 5 * 1000
+    assert tight["1200"]["in_view"] < 8
+    # … and every one is still found by recall, at every length and budget.
+    assert {r["recalled"] for results in bounded.values() for r in results.values()} == {8}
+    assert "protected, share 0.5, tight budget  2/8 · 8/8 (2.5× Y)" in output
+    # The seed's table is printed first, unchanged.
+    assert printed_rows(output)["protected, tight budget"] == ["8/8", "8/8"]

@@ -85,16 +85,28 @@ def test_reset_clears_what_the_seed_table_says(alice_api, filled, mode):
     context = alice_api.get("/api/v1/sessions/life/context").json()
 
     assert answer == {"reset": mode}
-    assert {k: after[k] for k in ("items", "chunks", "vectors", "fts")} == {
-        "items": 0,
-        "chunks": 0,
-        "vectors": 0,
-        "fts": 0,
-    }
     if mode == "summary":
-        assert after["live_bullets"] == live_before > 0
+        # The summary is kept with what it cites: each cited turn stays archived, indexed and
+        # embedded (so the bullets still open and recall finds them); nothing else stays.
+        cited = {h for b in Bullet.objects.filter(session=filled, superseded=False) for h in b.hash_refs}
+        kept = Item.objects.filter(session=filled)
+        assert set(kept.values_list("tier", "kind").distinct()) == {("a", "history")}
+        assert set(kept.values_list("chunk__hash", flat=True)) == cited
+        assert {k: after[k] for k in ("items", "chunks", "vectors", "fts")} == {
+            "items": len(cited),
+            "chunks": len(cited),
+            "vectors": len(cited),
+            "fts": len(cited),
+        }
+        assert after["live_bullets"] == after["all_bullets"] == live_before > 0
         assert len(context["bullets"]) == live_before
     else:
+        assert {k: after[k] for k in ("items", "chunks", "vectors", "fts")} == {
+            "items": 0,
+            "chunks": 0,
+            "vectors": 0,
+            "fts": 0,
+        }
         assert (
             after["all_bullets"],
             context["bullets"],

@@ -98,6 +98,7 @@ def test_fit_answers_the_contract_fields_and_leaves_a_small_transcript_alone(ali
         "learned": None,
         "evicted": 0,
         "stored": 0,
+        "related_errors": None,
     }
 
 

@@ -230,9 +230,14 @@ def search_down(monkeypatch):
     monkeypatch.setattr(embedding, "embedder", unavailable)
 
 
-def test_recall_fails_soft_when_search_is_unavailable(alice, alice_api, search_down):
-    ScopedMemory.objects.create(
+def test_recall_falls_back_to_keywords_and_says_degraded_when_search_is_unavailable(
+    alice, alice_api, search_down
+):
+    note = ScopedMemory.objects.create(
         user=alice, mode="app", project_key="app:crm@acme.com", content="tenant is acme.com"
+    )
+    ScopedMemory.objects.create(
+        user=alice, mode="app", project_key="app:crm@acme.com", content="reports run nightly"
     )
 
     response = alice_api.post(RECALL, {**APP, "query": "which tenant"})
@@ -243,13 +248,34 @@ def test_recall_fails_soft_when_search_is_unavailable(alice, alice_api, search_d
             "ok": True,
             "mode": "app",
             "projectKey": "app:crm@acme.com",
-            "returned": 0,
-            "items": [],
+            "returned": 1,
+            "items": [
+                {
+                    "id": note.pk,
+                    "key": None,
+                    "content": "tenant is acme.com",
+                    "score": 1.0,
+                    "updated_at": iso(note.updated_at),
+                }
+            ],
             "degraded": True,
-            "note": "memory search is unavailable (the embedding model could not be loaded (test)); "
-            "nothing was recalled",
+            "note": "ranked by keywords: memory search by meaning is unavailable "
+            "(the embedding model could not be loaded (test))",
         },
     )
+
+
+def test_recall_says_degraded_while_notes_lack_a_vector_of_the_current_model(alice_api, monkeypatch):
+    first = remember(alice_api, APP, "tenant is acme.com; reports run nightly")
+    ScopedMemory.objects.filter(pk=first["id"]).update(embedding_model="wordllama")  # another model's vector
+    remember(alice_api, APP, "the invoices are exported on Mondays")
+
+    answer = recall(alice_api, APP, "when do reports run")
+
+    assert [i["id"] for i in answer["items"]][0] == first["id"]
+    assert answer["degraded"] is True
+    assert answer["note"].startswith("1 of the 2 notes in app:crm@acme.com have no vector of ")
+    assert answer["note"].endswith("they were ranked by keywords (manage.py reembed --all gives them one)")
 
 
 def test_remember_while_search_is_unavailable_stores_the_note_without_a_vector(

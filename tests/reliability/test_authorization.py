@@ -25,7 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from lessons.models import ErrorRecord
 from memory import services
-from memory.models import ApiToken, Bullet, Job
+from memory.models import ApiToken, Bullet, Job, LearnedWindow, ScopedMemory
 from ottoweb.api import api
 from tests.conftest import ApiClient
 from tests.live import ROOT, Instance
@@ -72,6 +72,8 @@ def world(alice, bob):
     job = Job.objects.create(id="0123456789abcdef", user=alice, session=session, kind="reembed")
     lesson = ErrorRecord.objects.create(user=alice, tool="bash", error=SECRET, action="rm -rf build/")
     token, _ = services.issue_token(user=alice, name="laptop")
+    learned = LearnedWindow.objects.create(user=alice, model="openai:gpt-4o", window=8192)
+    note = ScopedMemory.objects.create(user=alice, mode="app", project_key="app:crm@acme.com", content=SECRET)
     bullet = Bullet.objects.filter(session=session, superseded=False).first()
     assert bullet is not None
     values = {
@@ -80,6 +82,8 @@ def world(alice, bob):
         "record_id": str(lesson.pk),
         "bullet_id": str(bullet.pk),
         "token_id": str(token.pk),
+        "learned_id": str(learned.pk),
+        "note_id": str(note.pk),
     }
     return values
 

@@ -52,6 +52,14 @@ class Command(BaseCommand):
                 for o in outcomes
             )
             self.stdout.write(f"  {arm.label}: {cells}")
+        bounded = ec.run_bounded(seed=seed)
+        self.stdout.write("")
+        self.stdout.write(
+            f"bounded protected turns (OTTO_PROTECTED_SHARE {ec.BOUNDED_SHARE}; the seed rows above leave "
+            "them unbounded): constraints verbatim in the view · found by keyword recall "
+            f"(top {ec.RECALL_K}), and the person's turns as a multiple of Y"
+        )
+        self.stdout.write(ec.bounded_table(bounded, total))
         if json_out:
             figures = {
                 "constraints": list(ec.CONSTRAINTS),
@@ -81,5 +89,25 @@ class Command(BaseCommand):
                     for arm, outcomes in results
                 ],
             }
+            figures["bounded"] = [
+                {
+                    "policy": arm.label,
+                    "budget": arm.budget.name,
+                    "protected_share": arm.protected_share,
+                    "results": {
+                        str(o.turns): {
+                            "in_view": len(o.kept),
+                            "recalled": len(o.recalled),
+                            "total": total,
+                            "person_tokens": o.person_tokens,
+                            "view_tokens": o.view_tokens,
+                            "generations": o.generations,
+                            "not_in_view": o.lost,
+                        }
+                        for o in outcomes
+                    },
+                }
+                for arm, outcomes in bounded
+            ]
             Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")
             self.stdout.write(f"figures written to {json_out}")

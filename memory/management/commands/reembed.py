@@ -11,7 +11,10 @@ from memory.services import reembed_session
 
 
 class Command(BaseCommand):
-    help = "Re-embed sessions with a model (default: the database's). With --all and --model, the database switches to that model."
+    help = (
+        "Re-embed sessions with a model (default: the database's); --all also re-embeds every lesson and "
+        "note not stamped with it. With --all and --model, the database switches to that model."
+    )
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--all", action="store_true")
@@ -38,3 +41,10 @@ class Command(BaseCommand):
         for session in sessions:
             written = reembed_session(session=session, model=options["model"])
             self.stdout.write(f"{session.user.username}:{session.sid}: {written} vectors")
+        if options["all"]:
+            # Lessons and notes rank by the database's model too: after a switch, theirs are stale.
+            from lessons.services import reembed_errors
+            from memory.scoped import reembed_notes
+
+            self.stdout.write(f"lessons: {reembed_errors()} vectors")
+            self.stdout.write(f"notes: {reembed_notes()} vectors")

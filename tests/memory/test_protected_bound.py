@@ -1,0 +1,139 @@
+"""Issue 15, points 1 and 2: a person's verbatim turns fill at most a share of Y; the oldest leave
+the prompt view (kept verbatim in the store, cited by a quote bullet, found by recall)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from memory.engine import tokens as tok
+from memory.engine.compaction import is_quote
+from memory.engine.memstore import InMemoryStore
+from memory.engine.queue import TieredQueue
+from memory.engine.summarizers import extractive_summarize
+
+WORDS = (
+    "deploy cache index parser router token window budget tier chunk bullet invoice ledger vendor "
+    "schema migration replica queue worker cluster lease shard quota backup restore audit"
+).split()
+PLANTED = "The staging database password rotates every ninety days under ticket ZEBRA-4471."
+
+
+def person_turns(count: int, *, seed: int = 15) -> list[str]:
+    """`count` distinct person turns of a few hundred tokens each; turn 10 holds PLANTED."""
+    rng = random.Random(seed)
+    turns = []
+    for n in range(count):
+        sentences = [
+            f"Request {n}: " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 14))) + "."
+            for _ in range(rng.randint(14, 22))
+        ]
+        if n == 10:
+            sentences.insert(3, PLANTED)
+        turns.append(" ".join(sentences))
+    return turns
+
+
+def test_queue_of_person_turns_stays_inside_x_plus_y_plus_one_item():
+    store = InMemoryStore()
+    queue = TieredQueue(
+        store, x_budget=400, y_budget=1200, summarize=extractive_summarize, protected_share=0.5
+    )
+    texts = person_turns(600)
+    largest = 0
+    for text in texts:
+        largest = max(largest, tok.count_tokens(text))
+        if queue.append("user", text).needs_compaction:
+            queue.compact()
+        totals = store.totals("history")
+        assert totals.x + totals.y <= 400 + 1200 + largest
+
+    view = queue.current_view()
+    cited = {h for b in view.bullets for h in b.hash_refs}
+    quotes = [b for b in view.bullets if is_quote(b)]
+    verbatim = [b for b in view.bullets if b.protected]
+    # The newest person turns are still verbatim in the view, the oldest cited by quotes; every
+    # archived turn is cited by a live bullet.
+    assert verbatim and verbatim[-1].text in texts
+    assert quotes and all(not b.protected and b.role == "user" for b in quotes)
+    assert {store.chunks[h] for h in cited} | {i.text for i in (*view.y_raw, *view.x)} == set(texts)
+
+
+def test_quote_bullets_are_never_shown_to_the_summariser():
+    seen: list[str] = []
+
+    def spy(items):
+        seen.extend(i.text for i in items)
+        return extractive_summarize(items)
+
+    store = InMemoryStore()
+    queue = TieredQueue(store, x_budget=400, y_budget=1200, summarize=spy, protected_share=0.5)
+    texts = person_turns(80)
+    for n, text in enumerate(texts):
+        queue.append("user", text)
+        queue.append("assistant", f"Report {n}: done, the build of step {n} passed and was tagged.")
+        queue.compact()
+
+    assert seen
+    assert not any(t[:40] in s for t in texts for s in seen)
+
+
+@pytest.mark.django_db
+def test_two_thousand_person_turns_over_the_api_keep_the_context_bounded_and_everything_reachable(
+    alice_api, alice, client
+):
+    assert (
+        alice_api.post("/api/v1/sessions", {"id": "long", "x_budget": 400, "y_budget": 1200}).status_code
+        == 201
+    )
+    texts = person_turns(2000)
+    largest = 0
+    for text in texts:
+        largest = max(largest, tok.count_tokens(text))
+        assert (
+            alice_api.post("/api/v1/sessions/long/items", {"role": "user", "text": text}).status_code == 201
+        )
+        context = alice_api.get("/api/v1/sessions/long/context").json()
+        assert context["tokens"]["total"] <= 400 + 1200 + largest
+
+    exported = alice_api.get("/api/v1/sessions/long/export").json()
+    recalled = alice_api.post(
+        "/api/v1/sessions/long/recall", {"query": "ZEBRA-4471 password rotates", "match": "keyword"}
+    ).json()
+
+    stored = {c["text"] for c in exported["chunks"]} | {p["text"] for p in exported["pending"]}
+    assert stored == set(texts)
+    assert context["over_budget"] is False
+    assert any(b["quote"] for b in context["bullets"]) and any(b["protected"] for b in context["bullets"])
+    hits = [t["text"] for p in recalled["results"]["history"] for t in p["turns"]]
+    assert texts[10] in hits
+    client.force_login(alice)
+    page = client.get("/sessions/long/").content.decode()
+    assert "over budget" not in page
+    assert "the person’s earlier words" in page
+
+
+@pytest.mark.django_db
+def test_a_sessions_own_protected_share_bounds_its_verbatim_turns(alice_api):
+    created = alice_api.post(
+        "/api/v1/sessions", {"id": "quarter", "x_budget": 400, "y_budget": 1200, "protected_share": 0.25}
+    ).json()
+    for text in person_turns(40):
+        alice_api.post("/api/v1/sessions/quarter/items", {"role": "user", "text": text})
+    alice_api.post("/api/v1/sessions/quarter/memory", {"action": "compact"})
+
+    context = alice_api.get("/api/v1/sessions/quarter/context").json()
+
+    assert created["protected_share"] == 0.25
+    assert 0 < context["tokens"]["protected"] <= 300
+    assert sum(b["quote"] for b in context["bullets"]) >= 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("share", [0, 0.01, 1.5, "half"])
+def test_a_protected_share_out_of_range_is_refused_and_nothing_is_written(alice_api, share):
+    response = alice_api.post("/api/v1/sessions", {"id": "bad", "protected_share": share})
+
+    assert (response.status_code, response.json()["field"]) == (422, "protected_share")
+    assert alice_api.get("/api/v1/sessions/bad").status_code == 404
