@@ -41,11 +41,13 @@ def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
     pending = list(Item.objects.of_kind(session, kind).pending().select_related("chunk").order_by("position"))
     y_raw = [row for row in pending if row.tier == TIER_Y]
     x = [row for row in pending if row.tier == TIER_X]
+    y_raw, held = _within_y(y_raw, room=session.y_budget - sum(b.tokens for b in bullets))
     tokens = {
         "bullets": sum(b.tokens for b in bullets),
         "y_raw": sum(r.tokens for r in y_raw),
         "x": sum(r.tokens for r in x),
         "protected": sum(b.tokens for b in bullets if b.protected),
+        "held_back": sum(r.tokens for r in held),
     }
     tokens["total"] = tokens["bullets"] + tokens["y_raw"] + tokens["x"]
     view = View(
@@ -59,12 +61,32 @@ def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
         "y_raw": [turn_dict(r) for r in y_raw],
         "x": [turn_dict(r) for r in x],
         "tokens": tokens,
+        "held_back": len(held),
         "budgets": {"x": session.x_budget, "y": session.y_budget},
         # Y over budget between an append and its compaction (a job not run yet, or a protected share
         # of 1 with one huge turn); the context says so.
         "over_budget": tokens["bullets"] + tokens["y_raw"] > session.y_budget,
         "text": render_view(view),
     }
+
+
+def _within_y(y_raw: list[Item], *, room: int) -> tuple[list[Item], list[Item]]:
+    """Y's raw turns that fit in `room` (the newest), and the older ones held back.
+
+    Between the append that overflows Y and the compaction that shrinks it (a job the worker has
+    not run yet, or a worker that is down), Y's raw turns would make the prompt view outgrow its
+    budget. The oldest are held back instead: nothing is lost — they are stored, recall finds them,
+    and the compaction turns them into bullets — and the view stays within X + Y.
+    """
+    kept: list[Item] = []
+    spent = 0
+    for row in reversed(y_raw):
+        if spent + row.tokens > room:
+            break
+        kept.append(row)
+        spent += row.tokens
+    kept.reverse()
+    return kept, y_raw[: len(y_raw) - len(kept)]
 
 
 def session_summary(session: Session) -> dict[str, Any]:

@@ -194,6 +194,7 @@ class ContextTokens(Schema):
     x: int
     total: int
     protected: int
+    held_back: int = Field(description="tokens of Y's oldest raw turns not shown while a compaction is due")
 
 
 class Budgets(Schema):
@@ -207,6 +208,10 @@ class ContextOut(Schema):
     y_raw: list[TurnOut]
     x: list[TurnOut]
     tokens: ContextTokens
+    held_back: int = Field(
+        description="Y's oldest raw turns not shown, so the view stays within its budget, until the "
+        "due compaction summarises them; recall finds them meanwhile"
+    )
     budgets: Budgets
     over_budget: bool
     text: str

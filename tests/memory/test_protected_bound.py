@@ -137,3 +137,34 @@ def test_a_protected_share_out_of_range_is_refused_and_nothing_is_written(alice_
 
     assert (response.status_code, response.json()["field"]) == (422, "protected_share")
     assert alice_api.get("/api/v1/sessions/bad").status_code == 404
+
+
+@pytest.mark.django_db
+def test_with_no_worker_to_compact_the_view_holds_back_the_oldest_turns_and_stays_within_budget(alice_api):
+    from django.test import override_settings
+
+    assert (
+        alice_api.post("/api/v1/sessions", {"id": "stuck", "x_budget": 100, "y_budget": 300}).status_code
+        == 201
+    )
+    texts = [
+        f"Turn {n}: the assistant reports progress on step {n} of the migration plan." for n in range(120)
+    ]
+    largest = max(tok.count_tokens(t) for t in texts)
+    # Job mode, and no worker runs in this process: every compaction the appends ask for stays queued.
+    with override_settings(OTTO_COMPACTION="job"):
+        for text in texts:
+            answer = alice_api.post("/api/v1/sessions/stuck/items", {"role": "assistant", "text": text})
+            assert answer.status_code == 201
+            context = alice_api.get("/api/v1/sessions/stuck/context").json()
+            assert context["tokens"]["total"] <= 100 + 300 + largest
+
+    recalled = alice_api.post(
+        "/api/v1/sessions/stuck/recall", {"query": "progress on step 3 of", "match": "keyword"}
+    ).json()
+
+    assert context["held_back"] > 0 and context["tokens"]["held_back"] > 0
+    assert context["over_budget"] is False
+    shown = [t["text"] for t in context["y_raw"] + context["x"]]
+    assert shown == texts[len(texts) - len(shown) :]  # the newest, in order
+    assert texts[3] in [t["text"] for p in recalled["results"]["history"] for t in p["turns"]]
