@@ -129,15 +129,17 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         problem = meta_problem(_need(entry, path, "meta", dict))
         if problem:
             raise DocumentError(f"{path}.meta", problem)
-        if version == 1:
-            return  # no name, no time: the turns happened when they are imported
-        problem = name_problem(_need(entry, path, "name", str))
+        # Both optional (a version 1 document has neither): no name, and a turn with no time
+        # happened when it is imported.
+        problem = name_problem(_need(entry, path, "name", str, optional=True) or "")
         if problem:
             raise DocumentError(f"{path}.name", problem)
-        try:
-            entry["occurred_at"] = parse_moment(_need(entry, path, "occurred_at", str))
-        except ValueError as exc:
-            raise DocumentError(f"{path}.occurred_at", str(exc)) from None
+        when = _need(entry, path, "occurred_at", str, optional=True)
+        if when is not None:
+            try:
+                entry["occurred_at"] = parse_moment(when)
+            except ValueError as exc:
+                raise DocumentError(f"{path}.occurred_at", str(exc)) from None
 
     for n, entry in enumerate(_list(document, "pending")):
         path = f"pending[{n}]"
