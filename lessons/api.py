@@ -1,4 +1,4 @@
-"""The error-memory REST API (../shared/API.md, "Error memory"): record, list, edit, delete, related."""
+"""The error-memory REST API (docs/api.md, "Error memory"): record, list, edit, delete, related."""
 
 from __future__ import annotations
 

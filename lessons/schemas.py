@@ -1,4 +1,4 @@
-"""Request and response shapes of the error-memory API (../shared/API.md, "Error memory")."""
+"""Request and response shapes of the error-memory API (docs/api.md, "Error memory")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every write to error memory, one function each, each in a transaction (seed 002).
+"""Every write to error memory, one function each, each in a transaction (docs/decisions.md).
 
 Only a resolved failure is stored. A lookup returns live records only and restarts the TTL of every
 record it returns; a purge deletes what has expired. The API, the Celery task and the management

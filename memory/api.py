@@ -1,4 +1,4 @@
-"""The memory REST API (../shared/API.md): sessions, items, context."""
+"""The memory REST API (docs/api.md): sessions, items, context."""
 
 from __future__ import annotations
 

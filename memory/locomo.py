@@ -1,6 +1,6 @@
 """LoCoMo replay and scoring for `manage.py eval_memory` (no Django here: plain data in, figures out).
 
-Format and quirks: ../shared/data/locomo/README.md. Category numbers: 1 multi-hop, 2 temporal,
+Format and quirks: docs/evaluation.md, "The data". Category numbers: 1 multi-hop, 2 temporal,
 3 open-domain, 4 single-hop, 5 adversarial (not scored: there is no evidence to find).
 """
 

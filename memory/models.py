@@ -242,7 +242,7 @@ class ItemVector(models.Model):
 
 
 class Setting(models.Model):
-    """Database-wide choices made once and recorded (the embedding model, DESIGN decision 3)."""
+    """Database-wide choices made once and recorded (the embedding model, docs/decisions.md, foundation 3)."""
 
     key = models.CharField(max_length=100, primary_key=True)
     value = models.TextField()
@@ -294,7 +294,7 @@ class ScopedMemory(models.Model):
     """A note an agent chose to keep, addressed by (user, app+domain) or (user, conversation).
 
     `project_key` is the resolved address handed back to the caller; the user part always comes
-    from the authenticated token, never from the request (seed 003).
+    from the authenticated token, never from the request (docs/decisions.md).
     """
 
     APP, CONVERSATION = "app", "conversation"
@@ -356,7 +356,7 @@ class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
 class AuditEntry(models.Model):
     """One state-changing request, appended by the server after it answered (ottoweb/audit.py).
 
-    Kept apart from memory (seed 003): memory is what an agent chose to keep; this is what it
+    Kept apart from memory (docs/decisions.md): memory is what an agent chose to keep; this is what it
     could not avoid producing. Nothing in the API or dashboard edits or deletes these rows.
     """
 

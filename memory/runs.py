@@ -165,7 +165,7 @@ def fit_run(
     tier (kind "context"), so recall can bring it back. Without a session nothing is stored and the
     stubs say so. When the transcript ends with a tool result reporting an error and
     `related_errors` is on, up to 3 of the user's live records of that tool come back, best first,
-    each a hit (its TTL restarts), as `POST /lessons/related` would answer (seed 002).
+    each a hit (its TTL restarts), as `POST /lessons/related` would answer (docs/decisions.md).
     """
     key = check_model(model)
     switched = previous_model is not None and check_model(previous_model, field="previous_model") != key

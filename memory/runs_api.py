@@ -1,4 +1,4 @@
-"""In-run compaction over HTTP (../shared/API.md, "In-run compaction"): POST /runs/fit, GET /models/windows."""
+"""In-run compaction over HTTP (docs/api.md, "In-run compaction"): POST /runs/fit, GET /models/windows."""
 
 from __future__ import annotations
 

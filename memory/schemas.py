@@ -1,4 +1,4 @@
-"""Request and response shapes of the memory API (../shared/API.md)."""
+"""Request and response shapes of the memory API (docs/api.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Scoped memory (seed 003): notes an agent keeps between turns, each at an address it cannot forge.
+"""Scoped memory (docs/decisions.md): notes an agent keeps between turns, each at an address it cannot forge.
 
 The address is (user, app + domain) or (user, conversation). The user part is always the token's
 user and is never taken from the request; the rest is resolved from the arguments, and every answer
@@ -280,7 +280,7 @@ def recall_notes(
                 else None
             )
         except EmbeddingUnavailable as exc:
-            # Fail soft (seed 003), but still answer: keyword ranking, saying it is not by meaning.
+            # Fail soft (docs/decisions.md), but still answer: keyword ranking, saying it is not by meaning.
             log.warning("scoped recall degraded to keywords: %s", exc)
             found = _ranked(notes, query, by_meaning=False)[:limit]
             why = f"ranked by keywords: memory search by meaning is unavailable ({exc})"

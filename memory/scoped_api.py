@@ -1,4 +1,4 @@
-"""The scoped-memory REST API (../shared/API.md, "Scoped memory"): remember and recall.
+"""The scoped-memory REST API (docs/api.md, "Scoped memory"): remember and recall.
 
 No field names a user: the user part of every address is the token's user.
 """

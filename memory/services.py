@@ -132,7 +132,7 @@ class AppendOutcome:
 
 @lru_cache(maxsize=4)
 def summarizer_for(spec: str) -> Summarizer:
-    """The summariser named by OTTO_SUMMARIZER (DESIGN decision 4)."""
+    """The summariser named by OTTO_SUMMARIZER (docs/decisions.md, foundation 4)."""
     return summarizers.from_spec(spec)
 
 
@@ -808,7 +808,7 @@ def requeue_unfinished_jobs() -> int:
     return count
 
 
-# --- manual memory actions (seed 002) -------------------------------------------------------------
+# --- manual memory actions (docs/decisions.md) -------------------------------------------------------------
 
 
 def memory_action(*, session: Session, action: str, mode: str | None = None) -> dict[str, Any]:

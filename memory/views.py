@@ -360,7 +360,7 @@ def password(request: HttpRequest) -> HttpResponse:
     return redirect("tokens")
 
 
-# --- scoped notes (seed 003) ------------------------------------------------------------------------
+# --- scoped notes (docs/decisions.md) ------------------------------------------------------------------------
 
 NOTES_PER_PAGE = 20
 

@@ -48,7 +48,7 @@ DATA_DIR.mkdir(parents=True, exist_ok=True)
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken"))
 # The packaged embedding model's files are gathered (and sha256-verified) here on first use.
 os.environ.setdefault("OTTO_MODEL_CACHE", str(DATA_DIR / "models"))
-# Never let a model hub download sit in a retry loop: offline must fail fast (DESIGN decision 3).
+# Never let a model hub download sit in a retry loop: offline must fail fast (docs/decisions.md, foundation 3).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("FASTEMBED_CACHE_PATH", str(DATA_DIR / "fastembed"))
 

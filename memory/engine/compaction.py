@@ -2,7 +2,7 @@
 
 Invariants (checked on every run, because a silent miss here is unrecoverable later):
 - every raw item's hash and every prior bullet's hash_refs are cited by some new bullet, so every
-  chunk stays reachable from the live generation (seed 000: uncited items were silently unreachable);
+  chunk stays reachable from the live generation (docs/decisions.md: uncited items were silently unreachable);
 - protected items (a person's turns) are never shown to the summariser and come out verbatim;
 - a summariser reply that cannot be parsed, or an exception, loses nothing: every item is carried.
 """
@@ -19,7 +19,7 @@ from .types import Bullet, Item
 
 log = logging.getLogger(__name__)
 
-# Feeding prior bullets back through the summariser; seed 000 measured 8/8 either way and kept it on.
+# Feeding prior bullets back through the summariser; measured 8/8 either way and kept it on.
 REABSTRACT = True
 # Words an uncited raw item keeps when it becomes its own bullet.
 EXCERPT_TOKENS = 48

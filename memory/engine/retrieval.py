@@ -2,7 +2,7 @@
 spending a token budget on passages best-first.
 
 Stage 1 (the caller) compiles the candidates from EVERY live bullet's hash_refs plus the live tiers;
-narrowing by ranking bullets first was measured at 5 % coverage (seed 000) and is not done. Stage 2
+narrowing by ranking bullets first was measured at 5 % coverage (docs/decisions.md) and is not done. Stage 2
 ranks those raw items by their own vectors and words and returns the best, each with its neighbours.
 """
 

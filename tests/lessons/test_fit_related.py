@@ -1,5 +1,5 @@
 """Issue 15, point 5: a run whose last tool result reports an error gets the recorded fixes of that
-tool in `/runs/fit`'s answer (seed 002: up to 3 related records attached automatically)."""
+tool in `/runs/fit`'s answer (docs/decisions.md: up to 3 related records attached automatically)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memory actions (seed 002's table), export/import, and jobs run in-process by the worker's code."""
+"""Memory actions (docs/decisions.md, "Memory actions"), export/import, and jobs run in-process by the worker's code."""
 
 from __future__ import annotations
 

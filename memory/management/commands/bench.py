@@ -1,6 +1,6 @@
 """`manage.py bench [--quick] [--sizes 1000,5000,10000,50000] [--json OUT] [--profile] [--keep-data]`.
 
-Prints throughput, latency and memory figures and asserts nothing (DESIGN "Measuring": benchmarks
+Prints throughput, latency and memory figures and asserts nothing (docs/evaluation.md: benchmarks
 print numbers, tests assert behaviour). One labelled line per figure:
 
 - `append engine` / `append service` / `append api` / `append http` / `append http keep-alive`: one

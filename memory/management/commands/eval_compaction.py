@@ -26,7 +26,7 @@ def _lengths(value: str) -> list[int]:
 
 
 class Command(BaseCommand):
-    help = "Count how many planted constraints survive each compaction policy (seed 000's table)."
+    help = "Count how many planted constraints survive each compaction policy (docs/decisions.md)."
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
         parser.add_argument("--lengths", default=",".join(str(n) for n in ec.LENGTHS), help="turn counts")
