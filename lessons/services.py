@@ -39,7 +39,7 @@ MAX_RELATED = 3
 EMBED_CHARS = 2_000
 # Cosine of "tool: error" texts under all-MiniLM-L6-v2: a reworded failure of the same cause scored
 # 0.49-0.85 in our probe, unrelated failures of the same tool a median of 0.32 (95th percentile 0.48;
-# README, "Error memory and scoped memory").
+# docs/lessons-and-notes.md).
 MIN_SIMILARITY = 0.40
 # Without vectors, a record is related to a new failure when half its words are the record's (error
 # words count 1, action/context words 0.5) or one error message contains the other.

@@ -60,7 +60,7 @@ POLICIES = {
     "procedural": Policy(max_passages=1, max_bullets=1, window=1),
 }
 DEFAULT_MAX_TOKENS = 3000
-# Measured on the LoCoMo dev split (README "Recall quality"); each knob's effect is recorded there.
+# Measured on the LoCoMo dev split (docs/evaluation.md records each knob's effect).
 RANK_DEPTH = 200
 # BM25 over the item's context (speaker, date, previous turn) counts as much as its own words.
 CONTEXT_WEIGHT = 1.0

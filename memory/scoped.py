@@ -33,7 +33,7 @@ MAX_APP_CHARS = 200
 MAX_CONVERSATION_CHARS = 200
 MAX_RECALL = 50
 # all-MiniLM-L6-v2 cosine, question against note: related pairs scored 0.41-0.66 in our probe,
-# unrelated ones at most 0.15 (README, "Error memory and scoped memory"). A note below this is not returned.
+# unrelated ones at most 0.15 (docs/lessons-and-notes.md). A note below this is not returned.
 MIN_SCORE = 0.20
 # Enough of a note to say what it is about; the model reads at most 256 tokens anyway.
 EMBED_CHARS = 2_000

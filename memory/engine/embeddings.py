@@ -132,7 +132,7 @@ class FastEmbedBackend:
     dim: int = 0
     # onnxruntime keeps an arena sized by the largest batch it has run: batches of 64 texts of up to
     # 512 tokens left the web process at 1.5 GB. Small batches without the arena embed at the
-    # same rate (the model is compute-bound) in a fraction of the memory (README "Benchmarks").
+    # same rate (the model is compute-bound) in a fraction of the memory (docs/benchmarks.md).
     batch_size: int = 8
     arena: bool = False
     # The model's own input limit, where its config says more (MiniLM was trained on 256 tokens).

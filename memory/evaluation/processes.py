@@ -32,7 +32,7 @@ def free_port() -> int:
 
 
 class ServerHung(Exception):
-    """The web server stopped answering (seen: SQLite 3.51.1's VFS deadlock, see README)."""
+    """The web server stopped answering (seen: SQLite 3.51.1's VFS deadlock, see docs/benchmarks.md)."""
 
 
 class WorkerStuck(Exception):

@@ -32,7 +32,7 @@ PRAGMAS = (
 # SQLite 3.51.1 (what pysqlite3-binary 0.5.4.post2, the newest wheel, bundles) can deadlock when
 # one thread opens a connection to a file while another closes one (a lock-order inversion in the
 # unix VFS, fixed in 3.51.2). runserver opens and closes a connection per request thread, and the
-# web server hung mid-run (README "Benchmarks"). Opening and closing one at a time avoids it; both
+# web server hung mid-run (docs/benchmarks.md). Opening and closing one at a time avoids it; both
 # are rare next to the queries in between.
 _OPEN_CLOSE = threading.Lock()
 

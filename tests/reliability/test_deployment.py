@@ -1,4 +1,4 @@
-"""The deployment README "Reliability" documents: gunicorn with several processes, and a worker."""
+"""The deployment docs/reliability.md documents: gunicorn with several processes, and a worker."""
 
 from __future__ import annotations
 

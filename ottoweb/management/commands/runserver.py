@@ -3,7 +3,7 @@
 wsgiref writes a response's headers and its body in two `send()` calls. On a kept-alive connection
 (any HTTP client library that reuses connections) Nagle's algorithm holds the body back until the
 client ACKs the headers, and the client delays that ACK by up to 40 ms: every response stalled
-≈ 45 ms (README "Benchmarks"). TCP_NODELAY sends the body at once.
+≈ 45 ms (docs/benchmarks.md). TCP_NODELAY sends the body at once.
 """
 
 from __future__ import annotations
