@@ -8,17 +8,16 @@ command all call these.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
 from memory import embedding
+from memory.engine import keywords
 from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
 from memory.services import Invalid, NotFound
 
@@ -45,7 +44,6 @@ MIN_SIMILARITY = 0.40
 # words count 1, action/context words 0.5) or one error message contains the other.
 RELATED_MIN_KEYWORD = 0.5
 
-_WORD = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have in into is it its of on or that the this to was were "
     "with not no can could did does while when".split()
@@ -88,8 +86,8 @@ def _embedding_text(tool: str, error: str) -> str:
 
 
 def words(text: str) -> set[str]:
-    """Lower-cased word tokens minus a few function words: what a keyword match compares."""
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+    """What a keyword match compares: the text's words minus a few function words."""
+    return keywords.words(text, _STOPWORDS)
 
 
 def keyword_score(record: ErrorRecord, query: str) -> float:
@@ -115,7 +113,7 @@ def keyword_score(record: ErrorRecord, query: str) -> float:
     return score
 
 
-def _query_vector(text: str) -> tuple[np.ndarray | None, str, str | None]:
+def _query_vector(text: str) -> tuple[keywords.Vector | None, str, str | None]:
     """The query's vector and the stamp it must be compared with, or why there is none."""
     try:
         backend = embedding.embedder()
@@ -123,17 +121,6 @@ def _query_vector(text: str) -> tuple[np.ndarray | None, str, str | None]:
     except EmbeddingUnavailable as exc:
         log.warning("error memory falls back to keyword matching: %s", exc)
         return None, "", f"semantic matching unavailable ({exc}); ranked by keyword"
-
-
-def _by_keyword(rows: list[ErrorRecord], query: str, least: float) -> list[tuple[float, ErrorRecord]]:
-    """(score, record) for the rows whose keyword score is above 0 and at least `least`."""
-    scored = ((keyword_score(r, query), r) for r in rows)
-    return [(s, r) for s, r in scored if s > 0 and s >= least]
-
-
-def _best_first(scored: list[tuple[float, ErrorRecord]]) -> list[ErrorRecord]:
-    scored.sort(key=lambda p: (-p[0], -p[1].updated_at.timestamp(), -p[1].pk))
-    return [r for _, r in scored]
 
 
 def _rank(
@@ -158,17 +145,21 @@ def _rank(
     vector, stamp, degraded = None, "", None
     if match == "semantic":
         vector, stamp, degraded = _query_vector(vector_text)
+    scored = keywords.rank(
+        rows,
+        query_vector=vector,
+        vector_of=lambda r: (
+            from_blob(bytes(r.embedding)) if r.embedding and r.embedding_model == stamp else None
+        ),
+        word_score=lambda r: keyword_score(r, query),
+        least_cosine=MIN_SIMILARITY,
+        least_words=least_keyword,
+        words_below_cosine=with_keyword,
+    )
+    found = [r for _, r in scored]
     if vector is None:
-        return Ranked(_best_first(_by_keyword(rows, query, least_keyword)), "keyword", degraded)
+        return Ranked(found, "keyword", degraded)
     vectored = [r for r in rows if r.embedding and r.embedding_model == stamp]
-    scored: list[tuple[float, ErrorRecord]] = []
-    if vectored:
-        cosines = np.stack([from_blob(bytes(r.embedding)) for r in vectored]) @ vector
-        scored = [(float(c), r) for c, r in zip(cosines, vectored, strict=True) if c >= MIN_SIMILARITY]
-    found = {r.pk for _, r in scored}
-    comparable = {r.pk for r in vectored}
-    rest = [r for r in rows if r.pk not in found and (with_keyword or r.pk not in comparable)]
-    scored += [(min(s, 1.0), r) for s, r in _by_keyword(rest, query, least_keyword)]
     stale = len(rows) - len(vectored)
     # Not all of it was ranked by meaning: say so, and how to end it, rather than claim "semantic".
     why = (
@@ -177,7 +168,7 @@ def _rank(
         if stale
         else None
     )
-    return Ranked(_best_first(scored), "semantic", why)
+    return Ranked(found, "semantic", why)
 
 
 def record_error(

@@ -18,6 +18,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
 from . import embedding
+from .engine import keywords
 from .engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
 from .models import ScopedMemory
 from .services import Invalid
@@ -42,7 +43,6 @@ SCOPE_RULE = "appName and domain select app scope; conversationId selects conver
 # A domain is a host name (with an optional port): no '@', so "app:<appName>@<domain>" parses one way.
 _DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_WORD = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
     "were what which who with we you do does did how".split()
@@ -201,8 +201,8 @@ def _write(*, user: AbstractBaseUser, scope: Scope, key: str | None, values: dic
 
 
 def words(text: str) -> set[str]:
-    """Lower-cased word tokens minus a few function words: what a keyword match compares."""
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+    """What a keyword match compares: the text's words minus a few function words."""
+    return keywords.words(text, _STOPWORDS)
 
 
 def keyword_score(note: ScopedMemory, query: str) -> float:
@@ -226,18 +226,19 @@ def _ranked(notes: list[ScopedMemory], query: str, *, by_meaning: bool = True) -
     """
     vector = embedding.embedder().embed_query(query) if by_meaning else None
     stamp = embedding.database_stamp()
-    scored: list[tuple[float, ScopedMemory]] = []
-    for note in notes:
-        if vector is not None and note.embedding and note.embedding_model == stamp:
-            score = float(from_blob(bytes(note.embedding)) @ vector)
-            if (note.key or "").lower() == query.strip().lower():
-                score = 1.0
-        else:
-            score = keyword_score(note, query)
-        if score >= MIN_SCORE:
-            scored.append((round(min(score, 1.0), 4), note))
-    scored.sort(key=lambda p: (-p[0], -p[1].updated_at.timestamp(), -p[1].pk))
-    return [RecalledNote(note, score) for score, note in scored]
+    phrase = query.strip().lower()
+    scored = keywords.rank(
+        notes,
+        query_vector=vector,
+        vector_of=lambda n: (
+            from_blob(bytes(n.embedding)) if n.embedding and n.embedding_model == stamp else None
+        ),
+        word_score=lambda n: keyword_score(n, query),
+        least_cosine=MIN_SCORE,
+        least_words=MIN_SCORE,
+        exact=lambda n: (n.key or "").lower() == phrase,
+    )
+    return [RecalledNote(note, round(min(score, 1.0), 4)) for score, note in scored]
 
 
 def recall_notes(
