@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-# Seed 002: records are kept 90 days from creation or from their last hit.
+# docs/decisions.md: records are kept 90 days from creation or from their last hit.
 LESSON_TTL = timedelta(days=90)
 
 

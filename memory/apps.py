@@ -8,4 +8,7 @@ class MemoryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import checks  # noqa: F401  (registers the system checks)
+        from . import (
+            checks,  # noqa: F401  (registers the system checks)
+            providers,  # noqa: F401  (registers the hosted embedding backends)
+        )

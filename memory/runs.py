@@ -22,6 +22,7 @@ from .engine import inrun
 from .engine.hashing import content_hash
 from .engine.types import MAX_NAME_CHARS
 from .models import Item, LearnedWindow, Session
+from .windows import RefreshingWindows
 
 
 class DjangoLearnedStore:
@@ -83,16 +84,16 @@ def clear_learned_limit(*, user, model: str) -> None:  # type: ignore[no-untyped
 
 
 _registry_lock = threading.Lock()
-_registry: inrun.WindowRegistry | None = None
+_registry: RefreshingWindows | None = None
 
 
-def window_registry() -> inrun.WindowRegistry:
+def window_registry() -> RefreshingWindows:
     """The process's window registry (one background refresher per process and URL)."""
     global _registry
     url = settings.OTTO_MODEL_WINDOWS_URL
     with _registry_lock:
         if _registry is None or _registry.url != url:
-            _registry = inrun.WindowRegistry(url=url, learned=_NoLearnedLimits())
+            _registry = RefreshingWindows(url=url, learned=_NoLearnedLimits())
         return _registry
 
 

@@ -58,7 +58,7 @@ class FitIn(StrictIn):
     last_input_tokens: int | None = Field(None, ge=0, le=100_000_000)
     error: ContextLengthErrorIn | None = None
     previous_model: str | None = Field(None, min_length=1, max_length=200)
-    # Seed 002: a failed tool result gets the recorded fixes of its tool; off for callers that ask
+    # docs/decisions.md: a failed tool result gets the recorded fixes of its tool; off for callers that ask
     # POST /lessons/related themselves.
     related_errors: bool = True
 

@@ -22,8 +22,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from . import embedding, importing
-from .engine import summarizers
+from . import embedding, importing, providers
 from .engine import tokens as tok
 from .engine.compaction import Summarizer
 from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
@@ -133,7 +132,7 @@ class AppendOutcome:
 @lru_cache(maxsize=4)
 def summarizer_for(spec: str) -> Summarizer:
     """The summariser named by OTTO_SUMMARIZER (docs/decisions.md, foundation 4)."""
-    return summarizers.from_spec(spec)
+    return providers.summarizer(spec)
 
 
 def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer | None = None) -> TieredQueue:

@@ -8,7 +8,8 @@ Specs (`OTTO_EMBEDDING_MODEL`):
 - `fastembed:<model>[@<folder>]` — any fastembed model; with `@folder` loaded from a local folder,
   otherwise downloaded once. Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
 - `wordllama` — static 256-d embeddings whose weights ship inside the wheel; tiny and very fast.
-- `gemini:<model>` — hosted, through google-genai, when GEMINI_API_KEY is set.
+- `gemini:<model>` — hosted, through google-genai, when GEMINI_API_KEY is set: a network client, so
+  it lives in memory/providers.py and registers itself in HOSTED.
 
 Vectors are float32 and L2-normalised, so a dot product is the cosine similarity.
 """
@@ -20,7 +21,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -205,57 +206,9 @@ class WordLlamaBackend:
         return _first(self.embed_documents([text]))
 
 
-@dataclass
-class GeminiBackend:
-    """Gemini embeddings through google-genai; query vs passage is a task type, not a prefix."""
-
-    name: str
-    model: str
-    dim: int = 768
-    api_key: str | None = None
-    base_url: str | None = None
-    _client: Any = None
-
-    def _load(self) -> Any:
-        if self._client is None:
-            key = self.api_key or os.environ.get("GEMINI_API_KEY")
-            if not key:
-                raise EmbeddingUnavailable("gemini embeddings need GEMINI_API_KEY")
-            try:
-                from google import genai
-
-                options: Any = {"timeout": 20_000}
-                if self.base_url or os.environ.get("OTTO_GEMINI_BASE_URL"):
-                    options["base_url"] = self.base_url or os.environ["OTTO_GEMINI_BASE_URL"]
-                self._client = genai.Client(api_key=key, http_options=options)
-            except Exception as exc:
-                raise EmbeddingUnavailable(f"google-genai could not start: {exc}") from exc
-        return self._client
-
-    def _embed(self, texts: Sequence[str], task: str) -> Vectors:
-        client = self._load()
-        try:
-            from google.genai import types
-
-            vectors: list[list[float]] = []
-            for start in range(0, len(texts), 100):
-                answer = client.models.embed_content(
-                    model=self.model,
-                    contents=list(texts[start : start + 100]),
-                    config=types.EmbedContentConfig(task_type=task, output_dimensionality=self.dim),
-                )
-                vectors.extend(list(e.values or []) for e in answer.embeddings or [])
-        except Exception as exc:  # network errors are httpx2's or google's own: all mean unavailable
-            raise EmbeddingUnavailable(f"gemini embedding failed: {type(exc).__name__}: {exc}") from exc
-        if len(vectors) != len(texts):
-            raise EmbeddingUnavailable("gemini returned a different number of vectors than texts")
-        return normalise(vectors) if vectors else np.zeros((0, self.dim), dtype=np.float32)
-
-    def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        return self._embed(texts, "RETRIEVAL_DOCUMENT")
-
-    def embed_query(self, text: str) -> Vectors:
-        return _first(self._embed([text], "RETRIEVAL_QUERY"))
+# Hosted backends are network clients and live outside the engine (memory/providers.py); each
+# registers a factory for its spec prefix here ("gemini:").
+HOSTED: dict[str, Callable[[str], Embedder]] = {}
 
 
 _cache: dict[str, Embedder] = {}
@@ -297,11 +250,9 @@ def build(spec: str) -> Embedder:
             query_prefix=prefix,
             max_tokens=MINILM_MAX_TOKENS if model == MINILM_NAME else None,
         )
-    if spec.startswith("gemini:"):
-        model = spec[len("gemini:") :]
-        if not model:
-            raise ValueError("gemini: needs a model name")
-        return GeminiBackend(name=spec, model=model)
+    for prefix, factory in HOSTED.items():
+        if spec.startswith(prefix):
+            return factory(spec)
     raise ValueError(
         f"unknown embedding model {spec!r} (minilm, wordllama, fastembed:<model>, gemini:<model>)"
     )

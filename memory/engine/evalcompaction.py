@@ -1,6 +1,6 @@
 """eval_compaction's harness: plant constraints in a synthetic conversation, replay, count survivors.
 
-Seed 000's constraint-survival benchmark. Eight constraints are spoken by the person, spread through
+The constraint-survival benchmark (docs/decisions.md, "A person's words"). Eight constraints are spoken by the person, spread through
 a conversation whose other turns are ordinary project chatter: short requests from the person and
 longer work reports from the assistant. Each policy replays the same conversation through a
 `TieredQueue` over an `InMemoryStore` with the deterministic extractive summariser, so the policy is

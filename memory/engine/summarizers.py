@@ -8,13 +8,11 @@ Real sentences, honest citations, no model.
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
-from .compaction import SourceItem, Summarizer, build_prompt
+from .compaction import SourceItem, Summarizer
 
 GROUP_SIZE = 4
 MAX_SENTENCE_WORDS = 40
@@ -71,61 +69,3 @@ def extractive_summarize(items: Sequence[SourceItem]) -> str:
 def offline() -> Summarizer:
     """The default summariser: extractive, deterministic, needs no model or network."""
     return extractive_summarize
-
-
-class SummarizerUnavailable(RuntimeError):
-    """A live summariser could not be reached or configured."""
-
-
-def openai_compatible(
-    base_url: str, model: str, *, api_key: str | None = None, timeout: float = 120.0
-) -> Summarizer:
-    """Any OpenAI-compatible chat endpoint (llama.cpp, Ollama, vLLM, OpenAI) through the openai client."""
-
-    def summarize(items: Sequence[SourceItem]) -> str:
-        from openai import OpenAI
-
-        client = OpenAI(
-            base_url=base_url, api_key=api_key or os.environ.get("OPENAI_API_KEY") or "none", timeout=timeout
-        )
-        answer = client.chat.completions.create(
-            model=model,
-            messages=[{"role": "user", "content": build_prompt(items)}],
-            temperature=0,
-        )
-        return answer.choices[0].message.content or ""
-
-    return summarize
-
-
-def gemini(model: str, *, api_key: str | None = None, base_url: str | None = None) -> Summarizer:
-    """Gemini through google-genai (GEMINI_API_KEY)."""
-
-    def summarize(items: Sequence[SourceItem]) -> str:
-        from google import genai
-
-        key = api_key or os.environ.get("GEMINI_API_KEY")
-        if not key:
-            raise SummarizerUnavailable("the gemini summariser needs GEMINI_API_KEY")
-        options: Any = {"timeout": 120_000}
-        if base_url or os.environ.get("OTTO_GEMINI_BASE_URL"):
-            options["base_url"] = base_url or os.environ["OTTO_GEMINI_BASE_URL"]
-        client = genai.Client(api_key=key, http_options=options)
-        answer = client.models.generate_content(model=model, contents=build_prompt(items))
-        return answer.text or ""
-
-    return summarize
-
-
-def from_spec(spec: str) -> Summarizer:
-    """OTTO_SUMMARIZER: `offline`, `gemini:<model>`, or `openai:<base URL>#<model>`."""
-    spec = (spec or "offline").strip()
-    if spec == "offline":
-        return offline()
-    if spec.startswith("gemini:") and len(spec) > len("gemini:"):
-        return gemini(spec[len("gemini:") :])
-    if spec.startswith("openai:") and "#" in spec:
-        url, _, model = spec[len("openai:") :].rpartition("#")
-        if url and model:
-            return openai_compatible(url, model)
-    raise ValueError(f"unknown summariser {spec!r} (offline, gemini:<model>, openai:<base URL>#<model>)")

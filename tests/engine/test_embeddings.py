@@ -10,13 +10,11 @@ from memory.engine.embeddings import (
     MINILM_STAMP,
     EmbeddingUnavailable,
     FastEmbedBackend,
-    GeminiBackend,
     WordLlamaBackend,
     assemble_minilm_folder,
     build,
     canonical,
 )
-from tests.stubs import StubServer, gemini_embeddings
 
 SHARED_MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 SENTENCES = ["The cat sat on the mat.", "A kitten rested on a rug.", "Stock prices fell sharply today."]
@@ -93,42 +91,6 @@ def test_wordllama_works_offline_from_its_wheel(no_network):
 def test_bge_gets_its_query_prefix_and_other_models_do_not():
     assert build("fastembed:BAAI/bge-small-en-v1.5").query_prefix.startswith("Represent this sentence")
     assert build("minilm").query_prefix == ""
-
-
-def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
-    with StubServer(gemini_embeddings) as stub:
-        backend = GeminiBackend(
-            name="gemini:gemini-embedding-001",
-            model="gemini-embedding-001",
-            dim=8,
-            api_key="k",
-            base_url=stub.url,
-        )
-        documents = backend.embed_documents(["alpha", "beta"])
-        query = backend.embed_query("alpha")
-
-    paths = [p for p, _, _ in stub.requests]
-    bodies = [b for _, b, _ in stub.requests]
-    assert documents.shape == (2, 8)
-    assert np.allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
-    assert np.allclose(query, documents[0], atol=1e-6)
-    assert all("gemini-embedding-001" in p for p in paths)
-    assert [r.get("taskType") for r in bodies[0]["requests"]] == ["RETRIEVAL_DOCUMENT"] * 2
-    assert bodies[1]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
-
-
-def test_gemini_network_failure_is_embedding_unavailable():
-    backend = GeminiBackend(name="gemini:x", model="x", api_key="k", base_url="http://127.0.0.1:9")
-
-    with pytest.raises(EmbeddingUnavailable) as failure:
-        backend.embed_query("hello")
-    assert str(failure.value).startswith("gemini embedding failed:")
-
-
-def test_gemini_without_a_key_is_unavailable(monkeypatch):
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    with pytest.raises(EmbeddingUnavailable, match="GEMINI_API_KEY"):
-        GeminiBackend(name="gemini:x", model="x").embed_query("hello")
 
 
 def test_unknown_spec_is_refused():

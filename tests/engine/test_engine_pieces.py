@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 from memory.engine import tokens
 from memory.engine.compaction import SourceItem, build_prompt, parse_reply
@@ -12,11 +14,70 @@ from memory.engine.summarizers import extractive_summarize
 def test_engine_imports_nothing_from_django():
     code = (
         "import sys, pkgutil, importlib, memory.engine as e\n"
-        "for m in pkgutil.iter_modules(e.__path__): importlib.import_module('memory.engine.' + m.name)\n"
+        "for m in pkgutil.walk_packages(e.__path__, 'memory.engine.'): importlib.import_module(m.name)\n"
         "print(sorted(n for n in sys.modules if n == 'django' or n.startswith('django.')))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+ENGINE = Path(__file__).resolve().parents[2] / "memory" / "engine"
+# Modules that open connections; the engine is handed their results, it never makes the calls.
+NETWORK = (
+    "socket",
+    "ssl",
+    "http",
+    "urllib",
+    "httpx",
+    "requests",
+    "openai",
+    "google",
+    "aiohttp",
+    "websockets",
+)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module `path` imports, absolute (relative imports resolved inside memory.engine)."""
+    package = "memory." + ".".join(path.relative_to(ENGINE.parent).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                found.add(f"{base}.{node.module}" if node.module else base)
+            else:
+                found.add(node.module or "")
+    return found
+
+
+def test_engine_imports_nothing_of_the_project_outside_it_and_no_network_client():
+    sources = sorted(ENGINE.rglob("*.py"))
+    assert len(sources) > 15
+    for path in sources:
+        for module in _imports(path):
+            top = module.split(".")[0]
+            assert top not in ("django", "ottoweb", "lessons", "ninja", "celery"), (path, module)
+            assert top != "memory" or module.startswith("memory.engine"), (path, module)
+            assert top not in NETWORK, (path, module)
+
+
+def test_engine_starts_no_thread():
+    for path in sorted(ENGINE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        names = {
+            c.func.attr if isinstance(c.func, ast.Attribute) else getattr(c.func, "id", "") for c in calls
+        }
+        assert not names & {
+            "Thread",
+            "ThreadPoolExecutor",
+            "ProcessPoolExecutor",
+            "Timer",
+            "start_new_thread",
+        }, path
 
 
 def test_token_counts_are_exact_cl100k_offline():

@@ -1,0 +1,52 @@
+"""Hosted models through their real client libraries, against local stub servers (memory/providers.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory.engine.embeddings import EmbeddingUnavailable, build
+from memory.providers import GeminiBackend
+from tests.stubs import StubServer, gemini_embeddings
+
+
+def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
+    with StubServer(gemini_embeddings) as stub:
+        backend = GeminiBackend(
+            name="gemini:gemini-embedding-001",
+            model="gemini-embedding-001",
+            dim=8,
+            api_key="k",
+            base_url=stub.url,
+        )
+        documents = backend.embed_documents(["alpha", "beta"])
+        query = backend.embed_query("alpha")
+
+    paths = [p for p, _, _ in stub.requests]
+    bodies = [b for _, b, _ in stub.requests]
+    assert documents.shape == (2, 8)
+    assert np.allclose(np.linalg.norm(documents, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(query, documents[0], atol=1e-6)
+    assert all("gemini-embedding-001" in p for p in paths)
+    assert [r.get("taskType") for r in bodies[0]["requests"]] == ["RETRIEVAL_DOCUMENT"] * 2
+    assert bodies[1]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+
+
+def test_gemini_network_failure_is_embedding_unavailable():
+    backend = GeminiBackend(name="gemini:x", model="x", api_key="k", base_url="http://127.0.0.1:9")
+
+    with pytest.raises(EmbeddingUnavailable) as failure:
+        backend.embed_query("hello")
+    assert str(failure.value).startswith("gemini embedding failed:")
+
+
+def test_gemini_without_a_key_is_unavailable(monkeypatch):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    with pytest.raises(EmbeddingUnavailable, match="GEMINI_API_KEY"):
+        GeminiBackend(name="gemini:x", model="x").embed_query("hello")
+
+
+def test_the_engine_builds_a_gemini_backend_once_providers_registered_it():
+    backend = build("gemini:gemini-embedding-001")
+    assert isinstance(backend, GeminiBackend)
+    assert backend.model == "gemini-embedding-001"
