@@ -346,11 +346,10 @@ class LearnedWindow(models.Model):
 
 
 class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
-    def for_user(self, user) -> AuditEntryQuerySet:  # type: ignore[no-untyped-def]
-        return self.filter(user=user)
-
-    def for_session(self, user, sid: str) -> AuditEntryQuerySet:  # type: ignore[no-untyped-def]
-        return self.filter(user=user, session_sid=sid)
+    def for_user(self, user, session: str = "") -> AuditEntryQuerySet:  # type: ignore[no-untyped-def]
+        """The user's rows; `session` narrows them to one session id."""
+        rows = self.filter(user=user)
+        return rows.filter(session_sid=session) if session else rows
 
 
 class AuditEntry(models.Model):

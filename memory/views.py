@@ -451,9 +451,7 @@ def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
 def audit(request: HttpRequest) -> HttpResponse:
     """The user's audit trail (every state-changing call and action), optionally one session's."""
     sid = request.GET.get("session", "")[:128]
-    rows = AuditEntry.objects.for_user(request.user)
-    if sid:
-        rows = rows.filter(session_sid=sid)
+    rows = AuditEntry.objects.for_user(request.user, sid)
     page = Paginator(rows.order_by("-created_at", "-id"), 50).get_page(request.GET.get("page"))
     extra = f"session={quote(sid)}&" if sid else ""
     return render(

@@ -189,19 +189,6 @@ class TieredQueue:
             x=self.store.items(self.kind, "x"),
         )
 
-    def earlier_view(self) -> View:
-        """Everything older than X: the bullets and Y's raw overflow."""
-        return View(
-            bullets=self.store.live_bullets(self.kind),
-            y_raw=self.store.items(self.kind, "y"),
-            x=[],
-        )
-
-    @property
-    def recent_items(self) -> list[Item]:
-        """X as a plain list: recent and verbatim."""
-        return self.store.items(self.kind, "x")
-
 
 # Every further line of an entry starts with this, so only an entry's first line starts at column 0.
 CONTINUATION = "  "
@@ -236,8 +223,3 @@ def _bullet_label(bullet: Bullet) -> str:
     if bullet.protected:
         return f"{bullet.role}: "
     return QUOTE_LABEL if is_quote(bullet) else "- "
-
-
-def reachable_hashes(bullets: list[Bullet]) -> set[str]:
-    """Every chunk hash the live generation cites."""
-    return {h for b in bullets for h in b.hash_refs}

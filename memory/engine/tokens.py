@@ -80,11 +80,6 @@ def encoding() -> Any:
     return _encoding
 
 
-def is_exact() -> bool:
-    """True when counts come from cl100k_base rather than the length estimate."""
-    return encoding() is not None
-
-
 def count_tokens(text: str) -> int:
     """Tokens in `text` under cl100k_base (special-token text counted as plain text)."""
     if not text:

@@ -81,7 +81,7 @@ def test_engine_starts_no_thread():
 
 
 def test_token_counts_are_exact_cl100k_offline():
-    assert tokens.is_exact()
+    assert tokens.encoding() is not None  # cl100k_base itself, not the length estimate
     assert tokens.count_tokens("hello world") == 2
     assert tokens.count_tokens("tiktoken is great!") == 6
     assert tokens.count_tokens("") == 0

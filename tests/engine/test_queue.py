@@ -8,7 +8,7 @@ import pytest
 from memory.engine.compaction import SourceItem
 from memory.engine.hashing import content_hash
 from memory.engine.memstore import InMemoryStore
-from memory.engine.queue import TieredQueue, reachable_hashes
+from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from tests.engine.conftest import synthetic_turns
 
@@ -60,7 +60,7 @@ def test_tiers_keep_every_text_reachable_through_many_generations(summarize):
     assert overflows >= 20
     assert totals.generation == overflows
     assert peak_excess <= largest
-    live = reachable_hashes(store.live_bullets("history"))
+    live = {h for b in store.live_bullets("history") for h in b.hash_refs}
     pending = {i.text for i in store.items("history", "x") + store.items("history", "y")}
     reachable = [
         t for t in texts if t in pending or (content_hash(t) in live and store.chunks[content_hash(t)] == t)
