@@ -129,23 +129,23 @@ def delete_session(request: HttpRequest, sid: str):
     return Status(204, None)
 
 
-def _append(request: HttpRequest, sid: str, items: list[ItemIn]) -> list[dict]:
+def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
     session = get_session(request, sid)
-    outcomes = services.append_items(
-        session=session,
-        items=[
-            services.NewItem(
-                role=i.role,
-                text=i.text,
-                kind=i.kind,
-                protected=i.protected,
-                name=i.name,
-                occurred_at=i.occurred_at,
-                meta=i.meta,
-            )
-            for i in items
-        ],
-    )
+    new = [
+        services.NewItem(
+            role=i.role,
+            text=i.text,
+            kind=i.kind,
+            protected=i.protected,
+            name=i.name,
+            occurred_at=i.occurred_at,
+            meta=i.meta,
+        )
+        for i in items
+    ]
+    if batch:
+        services.check_batch(new)
+    outcomes = services.append_items(session=session, items=new)
     return [
         {"hash": o.hash, "kind": o.kind, "position": o.position, "compaction": o.compaction} for o in outcomes
     ]
@@ -158,7 +158,7 @@ def append_item(request: HttpRequest, sid: str, body: ItemIn):
 
 @router.post("/sessions/{sid}/items/batch", response={201: BatchOut, **ERRORS})
 def append_batch(request: HttpRequest, sid: str, body: BatchIn):
-    return Status(201, {"items": _append(request, sid, body.items)})
+    return Status(201, {"items": _append(request, sid, body.items, batch=True)})
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})

@@ -110,6 +110,13 @@ class TooManyJobs(ServiceError):
     retry_after = 30
 
 
+class TooLarge(ServiceError):
+    """A request beyond a documented size limit (README "Limits"); nothing is written."""
+
+    status = 413
+    code = "too_large"
+
+
 @dataclass(frozen=True, slots=True)
 class NewItem:
     role: str
@@ -237,6 +244,49 @@ def _check_item(item: NewItem, index: int | None = None) -> None:
     problem = meta_problem(item.meta)
     if problem:
         raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
+
+
+def _text_bytes(item: NewItem) -> int:
+    return len(item.text.encode("utf-8", "surrogatepass"))
+
+
+def check_batch(items: Sequence[NewItem]) -> None:
+    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text.
+
+    A batch is one transaction, and on SQLite every other writer waits for it: these keep it short.
+    """
+    count, limit = len(items), settings.OTTO_MAX_BATCH_ITEMS
+    if count > limit:
+        raise TooLarge(
+            f"the batch has {count:,} items; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
+            field="items",
+        )
+    size, limit = sum(_text_bytes(i) for i in items), settings.OTTO_MAX_BATCH_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"the batch's texts are {size:,} bytes; the limit is {limit:,} (OTTO_MAX_BATCH_BYTES): "
+            "send it in parts",
+            field="items",
+        )
+
+
+def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
+    """`items` in order, cut into batches `check_batch` accepts (an item alone beyond the byte
+    limit, which a single append may be, goes alone)."""
+    batches: list[list[NewItem]] = []
+    size = 0
+    for item in items:
+        bytes_ = _text_bytes(item)
+        if (
+            not batches
+            or len(batches[-1]) >= settings.OTTO_MAX_BATCH_ITEMS
+            or size + bytes_ > settings.OTTO_MAX_BATCH_BYTES
+        ):
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += bytes_
+    return batches
 
 
 def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:

@@ -167,8 +167,12 @@ STATIC_ROOT = DATA_DIR / "static"
 # The embedded server serves its own static files; behind a proxy, set OTTO_SERVE_STATIC=0.
 SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
 
-# Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
+# Request bodies (a batch, a /runs/fit transcript). Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# A batch is one transaction, and on SQLite every other writer waits for it: these keep it short
+# (about half a second at the limits on 2 busy cores). Beyond either, 413 naming the limit.
+OTTO_MAX_BATCH_ITEMS = envint("OTTO_MAX_BATCH_ITEMS", 100)
+OTTO_MAX_BATCH_BYTES = envint("OTTO_MAX_BATCH_BYTES", 2 * 1024 * 1024)
 # Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
 OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
 # An import document larger than this answers 422 before it is read.
