@@ -173,6 +173,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
 # (about half a second at the limits on 2 busy cores). Beyond either, 413 naming the limit.
 OTTO_MAX_BATCH_ITEMS = envint("OTTO_MAX_BATCH_ITEMS", 100)
 OTTO_MAX_BATCH_BYTES = envint("OTTO_MAX_BATCH_BYTES", 2 * 1024 * 1024)
+# Messages in one /runs/fit transcript (its bytes are bounded by OTTO_MAX_BODY_BYTES); beyond, 413.
+OTTO_MAX_FIT_MESSAGES = envint("OTTO_MAX_FIT_MESSAGES", 10_000)
 # Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
 OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
 # An import document larger than this answers 422 before it is read.
