@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 from pydantic import Field
 
@@ -90,8 +90,13 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
     size = int(request.META.get("CONTENT_LENGTH") or 0)
     if size > limit:
         raise services.Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
+    # Read as a stream, not request.body: the document may be larger than other bodies
+    # (OTTO_MAX_BODY_BYTES), up to the limit export shares (services.export_session_json).
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise services.Invalid(f"the document is over {limit:,} bytes; the limit is {limit:,}", field="$")
     try:
-        document = parsing.loads(request.body)
+        document = parsing.loads(raw)
     except parsing.TooDeep as exc:
         raise services.Invalid(str(exc), field="$") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -192,7 +197,9 @@ def memory_action(request: HttpRequest, sid: str, body: MemoryActionIn):
 
 @router.get("/sessions/{sid}/export", response={200: dict, **ERRORS})
 def export_session(request: HttpRequest, sid: str):
-    return services.export_session(get_session(request, sid))
+    """The session document; 413 when it is larger than an import accepts (OTTO_MAX_IMPORT_BYTES)."""
+    data = services.export_session_json(get_session(request, sid))
+    return HttpResponse(data, content_type="application/json; charset=utf-8")
 
 
 @router.post("/sessions/{sid}/reembed", response={202: JobRef, 429: ErrorOut, **ERRORS})

@@ -5,6 +5,7 @@ The API, the dashboard, Celery tasks and management commands all call these; not
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -1097,6 +1098,19 @@ def export_session(session: Session) -> dict[str, Any]:
             for i in archive
         ],
     }
+
+
+def export_session_json(session: Session) -> bytes:
+    """The export document as sent (compact JSON, UTF-8). TooLarge beyond OTTO_MAX_IMPORT_BYTES:
+    export and import share that limit, so whatever is exported imports back."""
+    data = json.dumps(export_session(session), ensure_ascii=False, separators=(",", ":")).encode()
+    limit = settings.OTTO_MAX_IMPORT_BYTES
+    if len(data) > limit:
+        raise TooLarge(
+            f"the session's document is {len(data):,} bytes, over the {limit:,} an import accepts "
+            "(OTTO_MAX_IMPORT_BYTES, which export and import share); raise it to export this session"
+        )
+    return data
 
 
 def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]

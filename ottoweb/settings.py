@@ -177,8 +177,10 @@ OTTO_MAX_BATCH_BYTES = envint("OTTO_MAX_BATCH_BYTES", 2 * 1024 * 1024)
 OTTO_MAX_FIT_MESSAGES = envint("OTTO_MAX_FIT_MESSAGES", 10_000)
 # Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
 OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
-# An import document larger than this answers 422 before it is read.
-OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 25 * 1024 * 1024)
+# A session document, both ways: an export larger than this is refused (it could not be imported
+# back), an import larger answers 422 before it is read. Import reads its body as a stream, so
+# this may exceed OTTO_MAX_BODY_BYTES.
+OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 64 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,
