@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Query, Router, Status
 from pydantic import Field
 
@@ -90,8 +90,13 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
     size = int(request.META.get("CONTENT_LENGTH") or 0)
     if size > limit:
         raise services.Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
+    # Read as a stream, not request.body: the document may be larger than other bodies
+    # (OTTO_MAX_BODY_BYTES), up to the limit export shares (services.export_session_json).
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise services.Invalid(f"the document is over {limit:,} bytes; the limit is {limit:,}", field="$")
     try:
-        document = parsing.loads(request.body)
+        document = parsing.loads(raw)
     except parsing.TooDeep as exc:
         raise services.Invalid(str(exc), field="$") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -129,23 +134,23 @@ def delete_session(request: HttpRequest, sid: str):
     return Status(204, None)
 
 
-def _append(request: HttpRequest, sid: str, items: list[ItemIn]) -> list[dict]:
+def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
     session = get_session(request, sid)
-    outcomes = services.append_items(
-        session=session,
-        items=[
-            services.NewItem(
-                role=i.role,
-                text=i.text,
-                kind=i.kind,
-                protected=i.protected,
-                name=i.name,
-                occurred_at=i.occurred_at,
-                meta=i.meta,
-            )
-            for i in items
-        ],
-    )
+    new = [
+        services.NewItem(
+            role=i.role,
+            text=i.text,
+            kind=i.kind,
+            protected=i.protected,
+            name=i.name,
+            occurred_at=i.occurred_at,
+            meta=i.meta,
+        )
+        for i in items
+    ]
+    if batch:
+        services.check_batch(new)
+    outcomes = services.append_items(session=session, items=new)
     return [
         {"hash": o.hash, "kind": o.kind, "position": o.position, "compaction": o.compaction} for o in outcomes
     ]
@@ -158,7 +163,7 @@ def append_item(request: HttpRequest, sid: str, body: ItemIn):
 
 @router.post("/sessions/{sid}/items/batch", response={201: BatchOut, **ERRORS})
 def append_batch(request: HttpRequest, sid: str, body: BatchIn):
-    return Status(201, {"items": _append(request, sid, body.items)})
+    return Status(201, {"items": _append(request, sid, body.items, batch=True)})
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
@@ -192,7 +197,9 @@ def memory_action(request: HttpRequest, sid: str, body: MemoryActionIn):
 
 @router.get("/sessions/{sid}/export", response={200: dict, **ERRORS})
 def export_session(request: HttpRequest, sid: str):
-    return services.export_session(get_session(request, sid))
+    """The session document; 413 when it is larger than an import accepts (OTTO_MAX_IMPORT_BYTES)."""
+    data = services.export_session_json(get_session(request, sid))
+    return HttpResponse(data, content_type="application/json; charset=utf-8")
 
 
 @router.post("/sessions/{sid}/reembed", response={202: JobRef, 429: ErrorOut, **ERRORS})

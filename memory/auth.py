@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
@@ -30,9 +32,32 @@ class TokenAuth(HttpBearer):
         now = timezone.now()
         if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
             try:
-                ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+                with _not_waiting():
+                    ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
             except DatabaseError as exc:
-                # Bookkeeping only: a read-only or full database must still answer reads.
+                # Bookkeeping only: a read-only, full or busy database must still answer reads
+                # (a later request records the use).
                 log.warning("token %s: last use not recorded: %s", row.prefix, exc)
         request.user = row.user
         return row
+
+
+@contextmanager
+def _not_waiting() -> Iterator[None]:
+    """On SQLite, a write here does not wait for another writer's lock: it fails at once instead.
+
+    Recording a token's use is the only write a read makes; behind a long writer it would make
+    the read wait for the whole busy timeout. Inside a transaction (which holds the lock already,
+    or must keep its settings) nothing changes.
+    """
+    if connection.vendor != "sqlite" or connection.in_atomic_block:
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA busy_timeout")
+        (waits,) = cursor.fetchone()
+        cursor.execute("PRAGMA busy_timeout=0")
+        try:
+            yield
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout={int(waits)}")

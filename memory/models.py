@@ -285,6 +285,15 @@ class Job(models.Model):
         indexes = [models.Index(fields=["session", "kind", "status"])]
 
 
+class JobPayload(models.Model):
+    """A job's input too large for `params`: the turns a `/runs/fit` evicted, for the worker to
+    store and embed. Committed with the job in the request's one short transaction, so the
+    acknowledged turns survive any crash; deleted once they are stored."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="payload")
+    items = models.JSONField(default=list)
+
+
 class ScopedMemoryQuerySet(models.QuerySet["ScopedMemory"]):
     def in_scope(self, user, project_key: str) -> ScopedMemoryQuerySet:  # type: ignore[no-untyped-def]
         return self.filter(user=user, project_key=project_key)

@@ -141,6 +141,9 @@ class FitOutcome:
     learned: int | None
     evicted: int
     stored: int
+    # The job storing and embedding the evicted turns (job mode, with a session and something
+    # new to store); None when they were stored in the request (inline mode) or there were none.
+    job_id: str | None = None
     # The recorded fixes of the failing tool (lessons.ErrorRecord rows), or None when none were
     # looked up (the run did not end in a failed tool result, or the caller turned it off).
     related_errors: list[Any] | None = None
@@ -160,14 +163,24 @@ def fit_run(
 ) -> FitOutcome:
     """Fit `messages` into `model`'s window; see `memory.engine.inrun` for the stages.
 
-    Everything is validated before anything is written. Then, in one transaction: a limit from
-    `error` is learned (persisted) when it is smaller than the window in use; the stages run; and
-    with `session`, every message rewritten or dropped is stored whole in that session's context
-    tier (kind "context"), so recall can bring it back. Without a session nothing is stored and the
+    Everything is validated before anything is written (more than OTTO_MAX_FIT_MESSAGES messages:
+    TooLarge). A limit from `error` is learned (persisted) when it is smaller than the window in
+    use; the stages run outside any transaction (they hold no lock however long the transcript);
+    and with `session`, every message rewritten or dropped is stored whole in that session's
+    context tier (kind "context"), so recall can bring it back. In job mode the request writes
+    them raw, with a job, in one short transaction, and the worker stores and embeds them
+    (`services.enqueue_context_store`; `job_id` names it); in inline mode (no worker) they are
+    stored here, in short batches. Without a session nothing is stored and the
     stubs say so. When the transcript ends with a tool result reporting an error and
     `related_errors` is on, up to 3 of the user's live records of that tool come back, best first,
     each a hit (its TTL restarts), as `POST /lessons/related` would answer (docs/decisions.md).
     """
+    limit = settings.OTTO_MAX_FIT_MESSAGES
+    if len(messages) > limit:
+        raise services.TooLarge(
+            f"the transcript has {len(messages):,} messages; the limit is {limit:,} (OTTO_MAX_FIT_MESSAGES)",
+            field="messages",
+        )
     key = check_model(model)
     switched = previous_model is not None and check_model(previous_model, field="previous_model") != key
     transcript = [dict(m) for m in messages]
@@ -177,26 +190,27 @@ def fit_run(
         raise services.Invalid(exc.detail, field=exc.field) from None
     registry = registry or window_registry()
     mine = DjangoLearnedStore(user)
-    with transaction.atomic():
-        overflow: inrun.Overflow | None = None
-        learned: int | None = None
-        if error is not None:
-            parsed = inrun.parse_overflow(error.message)
-            limit = error.limit if error.limit is not None else parsed.limit
-            overflow = inrun.Overflow(limit=limit, used=parsed.used)
-            if limit is not None and registry.learn(key, limit, learned=mine):
-                learned = limit
-        window = registry.lookup(key, learned=mine)
-        fitted = inrun.fit(
-            transcript,
-            window=window.window,
-            last_input_tokens=last_input_tokens,
-            overflow=overflow,
-            model_switched=switched,
-            judges=judges(),
-            stored=session is not None,
-        )
-        stored = store_evicted(session=session, evicted=fitted.evicted, model=key) if session else 0
+    overflow: inrun.Overflow | None = None
+    learned: int | None = None
+    if error is not None:
+        parsed = inrun.parse_overflow(error.message)
+        told = error.limit if error.limit is not None else parsed.limit
+        overflow = inrun.Overflow(limit=told, used=parsed.used)
+        if told is not None and registry.learn(key, told, learned=mine):
+            learned = told
+    window = registry.lookup(key, learned=mine)
+    fitted = inrun.fit(
+        transcript,
+        window=window.window,
+        last_input_tokens=last_input_tokens,
+        overflow=overflow,
+        model_switched=switched,
+        judges=judges(),
+        stored=session is not None,
+    )
+    stored, job_id = (
+        store_evicted(session=session, evicted=fitted.evicted, model=key) if session else (0, None)
+    )
     failed = inrun.failed_tool_result(transcript) if related_errors else None
     return FitOutcome(
         related_errors=_related_errors(user, failed) if failed is not None else None,
@@ -211,6 +225,7 @@ def fit_run(
         learned=learned,
         evicted=len(fitted.evicted),
         stored=stored,
+        job_id=job_id,
     )
 
 
@@ -238,12 +253,9 @@ def _speaker(message: dict[str, Any], tool_name: str | None) -> str:
     return "".join(c if c >= " " and c != "\x7f" else " " for c in name)[:MAX_NAME_CHARS]
 
 
-def store_evicted(*, session: Session, evicted: Sequence[inrun.Evicted], model: str) -> int:
-    """Store evicted messages whole in the session's context tier; return how many items were new.
-
-    A message already stored (the agent resent a transcript, or two calls evicted the same message)
-    is not stored again: chunks are content-addressed, and its context item already exists.
-    """
+def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[services.NewItem]:
+    """The context items for evicted messages, in order: a message longer than an item in
+    consecutive parts, a part repeated within the call once."""
     items: list[services.NewItem] = []
     seen: set[str] = set()
     for entry in evicted:
@@ -267,14 +279,31 @@ def store_evicted(*, session: Session, evicted: Sequence[inrun.Evicted], model: 
                     name=_speaker(message, entry.tool_name),
                 )
             )
+    return items
+
+
+def store_evicted(
+    *, session: Session, evicted: Sequence[inrun.Evicted], model: str
+) -> tuple[int, str | None]:
+    """Store evicted messages whole in the session's context tier: (how many items are new, the
+    job storing them in job mode).
+
+    A message already stored (the agent resent a transcript, or two calls evicted the same message)
+    is not stored again: chunks are content-addressed, and its context item already exists.
+    """
+    items = evicted_items(evicted, model=model)
     if not items:
-        return 0
-    existing = set(
-        Item.objects.filter(session=session, kind="context", chunk__hash__in=list(seen)).values_list(
-            "chunk__hash", flat=True
-        )
+        return 0, None
+    if settings.OTTO_COMPACTION != "job":
+        # No worker: stored here, each batch a short transaction of its own.
+        return services.store_context_items(session=session, items=items), None
+    # A read: the count handed back, and nothing already stored sent to the worker again.
+    held = set(
+        Item.objects.filter(
+            session=session, kind="context", chunk__hash__in=[content_hash(i.text) for i in items]
+        ).values_list("chunk__hash", flat=True)
     )
-    fresh = [item for item in items if content_hash(item.text) not in existing]
-    if fresh:
-        services.append_items(session=session, items=fresh)
-    return len(fresh)
+    fresh = [i for i in items if content_hash(i.text) not in held]
+    if not fresh:
+        return 0, None
+    return len(fresh), services.enqueue_context_store(session=session, items=fresh).id

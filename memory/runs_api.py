@@ -18,6 +18,8 @@ from .schemas import CleanIn, ErrorOut, StrictIn
 router = Router(tags=["runs"])
 
 ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+# 429: a fit with a session beyond the user's queued jobs (OTTO_MAX_QUEUED_JOBS).
+FIT_ERRORS = {**ERRORS, 429: ErrorOut}
 
 
 class PassThrough(BaseModel):
@@ -75,6 +77,8 @@ class FitOut(Schema):
     learned: int | None
     evicted: int
     stored: int
+    # The job storing and embedding the evicted turns (GET /jobs/{id}); null when none was needed.
+    job_id: str | None
     related_errors: list[RecordOut] | None
 
 
@@ -92,7 +96,7 @@ class WindowsQuery(CleanIn):
     model: str | None = Field(None, min_length=1, max_length=200)
 
 
-@router.post("/runs/fit", response={200: FitOut, **ERRORS})
+@router.post("/runs/fit", response={200: FitOut, **FIT_ERRORS})
 def fit_run(request: HttpRequest, body: FitIn):
     session = get_session(request, body.session) if body.session is not None else None
     error = (
@@ -121,6 +125,7 @@ def fit_run(request: HttpRequest, body: FitIn):
         "learned": outcome.learned,
         "evicted": outcome.evicted,
         "stored": outcome.stored,
+        "job_id": outcome.job_id,
         "related_errors": outcome.related_errors,
     }
 

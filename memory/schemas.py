@@ -149,7 +149,8 @@ class ItemIn(StrictIn):
 
 
 class BatchIn(StrictIn):
-    items: list[ItemIn] = Field(..., min_length=1, max_length=1000)
+    # At most OTTO_MAX_BATCH_ITEMS items (413 beyond: the view checks it, naming the limit).
+    items: list[ItemIn] = Field(..., min_length=1)
 
 
 class CompactionRef(Schema):

@@ -5,6 +5,7 @@ The API, the dashboard, Celery tasks and management commands all call these; not
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -26,10 +27,11 @@ from . import embedding, importing, providers
 from .engine import tokens as tok
 from .engine.compaction import Summarizer
 from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
+from .engine.hashing import content_hash
 from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
 from .engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
-from .models import ApiToken, Bullet, Item, ItemVector, Job, Session, TierState, offset_minutes
+from .models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
 from .store import (
     DjangoTierStore,
     fts_delete,
@@ -107,6 +109,13 @@ class TooManyJobs(ServiceError):
     status = 429
     code = "too_many_jobs"
     retry_after = 30
+
+
+class TooLarge(ServiceError):
+    """A request beyond a documented size limit (README "Limits"); nothing is written."""
+
+    status = 413
+    code = "too_large"
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +245,49 @@ def _check_item(item: NewItem, index: int | None = None) -> None:
     problem = meta_problem(item.meta)
     if problem:
         raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
+
+
+def _text_bytes(item: NewItem) -> int:
+    return len(item.text.encode("utf-8", "surrogatepass"))
+
+
+def check_batch(items: Sequence[NewItem]) -> None:
+    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text.
+
+    A batch is one transaction, and on SQLite every other writer waits for it: these keep it short.
+    """
+    count, limit = len(items), settings.OTTO_MAX_BATCH_ITEMS
+    if count > limit:
+        raise TooLarge(
+            f"the batch has {count:,} items; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
+            field="items",
+        )
+    size, limit = sum(_text_bytes(i) for i in items), settings.OTTO_MAX_BATCH_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"the batch's texts are {size:,} bytes; the limit is {limit:,} (OTTO_MAX_BATCH_BYTES): "
+            "send it in parts",
+            field="items",
+        )
+
+
+def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
+    """`items` in order, cut into batches `check_batch` accepts (an item alone beyond the byte
+    limit, which a single append may be, goes alone)."""
+    batches: list[list[NewItem]] = []
+    size = 0
+    for item in items:
+        bytes_ = _text_bytes(item)
+        if (
+            not batches
+            or len(batches[-1]) >= settings.OTTO_MAX_BATCH_ITEMS
+            or size + bytes_ > settings.OTTO_MAX_BATCH_BYTES
+        ):
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += bytes_
+    return batches
 
 
 def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
@@ -623,16 +675,105 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
                 Job.objects.filter(pk=queued.pk, status=Job.QUEUED).update(params=params)
                 queued.params = params
             return queued
-        limit = settings.OTTO_MAX_QUEUED_JOBS
-        waiting = Job.objects.filter(user_id=session.user_id, status=Job.QUEUED).count()
-        if waiting >= limit:
-            raise TooManyJobs(
-                f"{waiting} of your jobs are waiting for the worker (the limit is {limit}); "
-                "try again once some have run"
-            )
+        _check_queue_room(session)
         job = _new_job(session=session, kind="reembed", params=params)
         _send_on_commit(tasks.reembed_session_task, job_id=job.id)
     return job
+
+
+def _check_queue_room(session: Session) -> None:
+    limit = settings.OTTO_MAX_QUEUED_JOBS
+    waiting = Job.objects.filter(user_id=session.user_id, status=Job.QUEUED).count()
+    if waiting >= limit:
+        raise TooManyJobs(
+            f"{waiting} of your jobs are waiting for the worker (the limit is {limit}); "
+            "try again once some have run"
+        )
+
+
+def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:
+    """Append the context items not already stored, in batches `check_batch` accepts (each its own
+    short transaction); return how many were new.
+
+    Idempotent: an item whose text the session's context tier holds is skipped (chunks are
+    content-addressed), so a second run, or a resent transcript, stores nothing twice.
+    """
+    stored = 0
+    for batch in bounded_batches(items):
+        hashes = [content_hash(i.text) for i in batch]
+        held = set(
+            Item.objects.filter(session=session, kind="context", chunk__hash__in=hashes).values_list(
+                "chunk__hash", flat=True
+            )
+        )
+        fresh = [i for i, h in zip(batch, hashes, strict=True) if h not in held]
+        if fresh:
+            append_items(session=session, items=fresh)
+        stored += len(fresh)
+    return stored
+
+
+def enqueue_context_store(*, session: Session, items: Sequence[NewItem]) -> Job:
+    """A job that stores `items` in the session's context tier and embeds them, sent on commit.
+
+    The request's whole write is one short transaction: the job row and its payload (the raw
+    items), so the turns are durable once acknowledged; the worker does the slow part (the rows,
+    the keyword index, the vectors) in short transactions of its own. TooManyJobs beyond
+    OTTO_MAX_QUEUED_JOBS.
+    """
+    from . import tasks
+
+    with transaction.atomic():
+        _check_queue_room(session)
+        job = _new_job(session=session, kind="store_context")
+        JobPayload.objects.create(
+            job=job,
+            items=[{"role": i.role, "text": i.text, "meta": i.meta or {}, "name": i.name} for i in items],
+        )
+        _send_on_commit(tasks.store_context_task, job_id=job.id)
+    return job
+
+
+def run_store_job(*, job_id: str, worker: str) -> None:
+    """Store a `/runs/fit`'s evicted turns (`enqueue_context_store`), then write their vectors.
+
+    Between batches the worker runs every queued compaction, so one user's large fit never holds
+    up another user's session for more than a batch. Safe to run twice (`store_context_items`);
+    the payload is deleted when the job is done. A database error is tried again with backoff.
+    """
+    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
+    if job is None:
+        return
+    try:
+        session = _load_session(job)
+        payload = with_db_retry(
+            f"job {job_id}: load",
+            lambda: JobPayload.objects.filter(job_id=job.id).values_list("items", flat=True).first(),
+        )
+        items = [NewItem(kind="context", **entry) for entry in payload or []]
+        if session is not None and items:
+            batches = bounded_batches(items)
+            with_db_retry(f"job {job_id}: progress", lambda: _progress(job, 0, len(batches)))
+            for done, batch in enumerate(batches, start=1):
+                with_db_retry(
+                    f"job {job_id}: store", lambda b=batch: store_context_items(session=session, items=b)
+                )
+                with_db_retry(f"job {job_id}: progress", lambda n=done: _progress(job, n))
+                run_due_compactions(worker=worker)
+            try:
+                with_db_retry(f"job {job_id}: vectors", lambda: embed_items(session=session, kind="context"))
+            except EmbeddingUnavailable as exc:
+                log.warning("session %s: vectors not written: %s", session.sid, exc)
+
+        def finish() -> None:
+            with transaction.atomic():
+                JobPayload.objects.filter(job_id=job.id).delete()
+                _finish(job, Job.DONE)
+
+        with_db_retry(f"job {job_id}: finish", finish)
+    except Exception as exc:
+        log.exception("store job %s failed", job_id)
+        _fail(job, exc)
 
 
 def run_due_compactions(*, worker: str, limit: int = 100) -> int:
@@ -797,7 +938,11 @@ def requeue_unfinished_jobs() -> int:
     """
     from . import tasks
 
-    senders = {"compact": tasks.compact_session_task, "reembed": tasks.reembed_session_task}
+    senders = {
+        "compact": tasks.compact_session_task,
+        "reembed": tasks.reembed_session_task,
+        "store_context": tasks.store_context_task,
+    }
     count = 0
     for job in Job.objects.unfinished():
         sender = senders.get(job.kind)
@@ -952,6 +1097,19 @@ def export_session(session: Session) -> dict[str, Any]:
             for i in archive
         ],
     }
+
+
+def export_session_json(session: Session) -> bytes:
+    """The export document as sent (compact JSON, UTF-8). TooLarge beyond OTTO_MAX_IMPORT_BYTES:
+    export and import share that limit, so whatever is exported imports back."""
+    data = json.dumps(export_session(session), ensure_ascii=False, separators=(",", ":")).encode()
+    limit = settings.OTTO_MAX_IMPORT_BYTES
+    if len(data) > limit:
+        raise TooLarge(
+            f"the session's document is {len(data):,} bytes, over the {limit:,} an import accepts "
+            "(OTTO_MAX_IMPORT_BYTES, which export and import share); raise it to export this session"
+        )
+    return data
 
 
 def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]

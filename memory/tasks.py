@@ -34,6 +34,15 @@ def reembed_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyp
         raise self.retry(countdown=1) from None
 
 
+@shared_task(name="memory.store_context", bind=True, max_retries=None)
+def store_context_task(self, *, job_id: str) -> None:  # type: ignore[no-untyped-def]
+    try:
+        services.run_due_compactions(worker=services.worker_name())
+        services.run_store_job(job_id=job_id, worker=services.worker_name())
+    except services.JobBusy:
+        raise self.retry(countdown=1) from None
+
+
 @shared_task(name="memory.embed_session", bind=True, ignore_result=True, max_retries=5)
 def embed_session_task(self, *, session_pk: int, kind: str) -> None:  # type: ignore[no-untyped-def]
     try:

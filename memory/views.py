@@ -7,7 +7,6 @@ changed; without JavaScript the same URLs render whole pages or redirect.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote
 
@@ -242,11 +241,12 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
 @login_required
 def export(request: HttpRequest, sid: str) -> HttpResponse:
     session = _session_for(request, sid)
-    document = services.export_session(session)
-    response = HttpResponse(
-        json.dumps(document, ensure_ascii=False, indent=1, default=str),
-        content_type="application/json; charset=utf-8",
-    )
+    try:
+        # The same bytes the API sends: within the import limit, so the file imports back.
+        data = services.export_session_json(session)
+    except services.TooLarge as exc:
+        return HttpResponse(exc.detail, status=413, content_type="text/plain; charset=utf-8")
+    response = HttpResponse(data, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="ottoweb-{session.sid}.json"'
     return response
 

@@ -167,12 +167,21 @@ STATIC_ROOT = DATA_DIR / "static"
 # The embedded server serves its own static files; behind a proxy, set OTTO_SERVE_STATIC=0.
 SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
 
-# Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
+# Request bodies (a batch, a /runs/fit transcript). Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)
+# A batch is one transaction, and on SQLite every other writer waits for it: these bound it. 1,000
+# items is the API contract's batch (docs/api.md); the bytes bound what those items may weigh.
+# Beyond either, 413 naming the limit.
+OTTO_MAX_BATCH_ITEMS = envint("OTTO_MAX_BATCH_ITEMS", 1000)
+OTTO_MAX_BATCH_BYTES = envint("OTTO_MAX_BATCH_BYTES", 2 * 1024 * 1024)
+# Messages in one /runs/fit transcript (its bytes are bounded by OTTO_MAX_BODY_BYTES); beyond, 413.
+OTTO_MAX_FIT_MESSAGES = envint("OTTO_MAX_FIT_MESSAGES", 10_000)
 # Arrays and objects in a request body (API, dashboard import) may nest this deep; deeper is a 422.
 OTTO_MAX_JSON_DEPTH = envint("OTTO_MAX_JSON_DEPTH", 64)
-# An import document larger than this answers 422 before it is read.
-OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 25 * 1024 * 1024)
+# A session document, both ways: an export larger than this is refused (it could not be imported
+# back), an import larger answers 422 before it is read. Import reads its body as a stream, so
+# this may exceed OTTO_MAX_BODY_BYTES.
+OTTO_MAX_IMPORT_BYTES = envint("OTTO_MAX_IMPORT_BYTES", 64 * 1024 * 1024)
 
 LOGGING = {
     "version": 1,

@@ -113,11 +113,17 @@ class Instance:
         self.web = None
 
     def request(
-        self, method: str, path: str, body: object | None = None, timeout: float = 30
+        self,
+        method: str,
+        path: str,
+        body: object | None = None,
+        timeout: float = 30,
+        token: str | None = None,
     ) -> tuple[int, object]:
+        """One API call, as alice (or as the holder of `token`)."""
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.url + path, data=data, method=method)
-        req.add_header("Authorization", f"Bearer {self.token}")
+        req.add_header("Authorization", f"Bearer {token or self.token}")
         req.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:

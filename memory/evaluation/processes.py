@@ -111,12 +111,14 @@ class WebServer:
         *,
         keep_alive: bool = False,
         timeout: float = APPEND_TIMEOUT,
+        token: str | None = None,
     ) -> tuple[int, Any]:
-        """One request; a fresh connection each time unless `keep_alive` (then one shared connection).
+        """One request (as the holder of `token`, by default the server's); a fresh connection each
+        time unless `keep_alive` (then one shared connection).
 
         Raises ServerHung when no answer comes within `timeout` seconds.
         """
-        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        headers = {"Authorization": f"Bearer {token or self.token}", "Content-Type": "application/json"}
         if not keep_alive:
             headers["Connection"] = "close"
         conn = (

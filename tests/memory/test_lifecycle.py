@@ -232,15 +232,46 @@ def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(alice_
     ) == counts
 
 
-def test_an_oversized_document_is_refused_before_it_is_read(alice_api, filled):
-    huge = '{"format": "ottoweb.session", "padding": "' + "x" * (50 * 1024 * 1024) + '"}'
+def test_an_oversized_document_is_refused_before_it_is_read(alice_api, filled, settings):
+    settings.OTTO_MAX_IMPORT_BYTES = 1024 * 1024
+    huge = '{"format": "ottoweb.session", "padding": "' + "x" * (2 * 1024 * 1024) + '"}'
 
     response = alice_api.post("/api/v1/sessions/import?id=big", raw=huge)
 
     assert response.status_code == 422
     assert response.json()["field"] == "$"
-    assert response.json()["detail"].startswith("the document is 52,428,8")
+    assert response.json()["detail"] == f"the document is {len(huge):,} bytes; the limit is 1,048,576"
     assert not Session.objects.filter(sid="big").exists()
+
+
+def test_a_session_over_25_mb_exports_and_imports_back(alice_api, alice):
+    # 27 tool outputs of 1,000,000 characters: a 27 MB document, over the import limit of before
+    # (25 MB) and the largest request body (OTTO_MAX_BODY_BYTES, 32 MB) is not what bounds it.
+    session = services.create_session(user=alice, sid="huge")
+    outputs = [NewItem(role="tool", kind="context", text=f"output {n} " + "ok " * 333_330) for n in range(27)]
+    for start in range(0, 27, 2):
+        services.append_items(session=session, items=outputs[start : start + 2])
+
+    exported = alice_api.get("/api/v1/sessions/huge/export")
+    created = alice_api.post("/api/v1/sessions/import?id=copy", raw=exported.content)
+    again = alice_api.get("/api/v1/sessions/copy/export")
+
+    assert exported.status_code == 200 and len(exported.content) > 27_000_000
+    assert created.status_code == 201, created.content[:500]
+    assert strip_volatile(again.json()) == strip_volatile(exported.json())
+    copied = Item.objects.filter(session__sid="copy").select_related("chunk").order_by("position")
+    assert [i.chunk.text for i in copied] == [o.text for o in outputs]
+
+
+def test_an_export_larger_than_an_import_accepts_is_refused_naming_the_limit(alice_api, alice, settings):
+    session = services.create_session(user=alice, sid="life")
+    services.append_items(session=session, items=[NewItem(role="user", text="x " * 1000)])
+    settings.OTTO_MAX_IMPORT_BYTES = 1000
+
+    response = alice_api.get("/api/v1/sessions/life/export")
+
+    assert (response.status_code, response.json()["code"]) == (413, "too_large")
+    assert "over the 1,000 an import accepts (OTTO_MAX_IMPORT_BYTES" in response.json()["detail"]
 
 
 def test_import_refuses_a_taken_id(alice_api, filled):

@@ -80,6 +80,7 @@ def test_quote_bullets_are_never_shown_to_the_summariser():
 
 
 @pytest.mark.django_db
+@pytest.mark.sqlite_pass  # the bound is the engine's and the tiers', the same on both databases
 def test_two_thousand_person_turns_over_the_api_keep_the_context_bounded_and_everything_reachable(
     alice_api, alice, client
 ):

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memory import runs
+from memory import runs, tasks
 from memory.engine.inrun import NOTE_HEADER, NOTICE, STEP_STORED, STEP_UNSTORED, transcript_tokens
-from memory.models import Chunk, Item, LearnedWindow
+from memory.models import Chunk, Item, ItemVector, Job, JobPayload, LearnedWindow
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +98,7 @@ def test_fit_answers_the_contract_fields_and_leaves_a_small_transcript_alone(ali
         "learned": None,
         "evicted": 0,
         "stored": 0,
+        "job_id": None,
         "related_errors": None,
     }
 
@@ -511,6 +512,67 @@ def test_a_refused_fit_writes_nothing(alice_api):
         alice_api.post(FIT, body), 422, "tool result 'ghost' answers no call", "messages.62.tool_call_id"
     )
     assert (LearnedWindow.objects.count(), Item.objects.count(), Chunk.objects.count()) == (0, 0, 0)
+
+
+def test_a_transcript_beyond_the_message_limit_is_413_naming_it_and_writes_nothing(alice_api, settings):
+    settings.OTTO_MAX_FIT_MESSAGES = 60
+    alice_api.post("/api/v1/sessions", {"id": "run"})
+    body = {"session": "run", "model": "openai:gpt-4", "messages": tool_run(30)}
+
+    response = alice_api.post(FIT, body)
+
+    assert_refused(response, 413, "the transcript has 62 messages; the limit is 60 (OTTO_MAX_FIT_MESSAGES)")
+    assert (response.json()["code"], response.json()["field"]) == ("too_large", "messages")
+    assert (Item.objects.count(), Job.objects.count()) == (0, 0)
+
+
+def test_in_job_mode_the_request_writes_the_evicted_turns_raw_and_the_worker_stores_and_embeds_them(
+    alice_api, settings
+):
+    settings.OTTO_COMPACTION = "job"
+    settings.OTTO_EMBEDDING_MODEL = "wordllama"
+    alice_api.post("/api/v1/sessions", {"id": "run"})
+    messages = tool_run(30)
+
+    body = alice_api.post(FIT, {"session": "run", "model": "openai:gpt-4", "messages": messages}).json()
+
+    # The request stored no item: it wrote the turns raw, with the job that stores them.
+    evicted = [m for m in messages if m not in body["messages"]]
+    assert body["evicted"] == body["stored"] == len(evicted) > 0
+    assert Item.objects.filter(kind="context").count() == 0
+    job = Job.objects.get(pk=body["job_id"])
+    assert (job.kind, job.status, len(job.payload.items)) == ("store_context", "queued", len(evicted))
+
+    # The worker's task, run here: every turn stored whole, each with a vector, the payload gone.
+    tasks.store_context_task.run(job_id=body["job_id"])
+
+    job.refresh_from_db()
+    assert (job.status, job.error) == ("done", "")
+    assert not JobPayload.objects.exists()
+    stored = context_texts()
+    assert len(stored) == len(evicted)
+    for message in evicted:
+        if message["role"] == "tool":
+            assert (
+                f"[tool result of read_file, call {message['tool_call_id']}]\n{message['content']}" in stored
+            )
+    assert ItemVector.objects.filter(kind="context").count() == len(evicted)
+    # A second run of the same job (a redelivered message) changes nothing.
+    tasks.store_context_task.run(job_id=body["job_id"])
+    assert len(context_texts()) == len(evicted)
+
+
+def test_in_job_mode_a_resent_transcript_queues_nothing_more(alice_api, settings):
+    settings.OTTO_COMPACTION = "job"
+    alice_api.post("/api/v1/sessions", {"id": "run"})
+    request = {"session": "run", "model": "openai:gpt-4", "messages": tool_run(30)}
+    first = alice_api.post(FIT, request).json()
+    tasks.store_context_task.run(job_id=first["job_id"])
+
+    second = alice_api.post(FIT, request).json()
+
+    assert (second["evicted"], second["stored"], second["job_id"]) == (first["evicted"], 0, None)
+    assert Job.objects.count() == 1
 
 
 def test_fit_with_an_unknown_or_another_users_session_is_not_found(alice_api, bob_api):

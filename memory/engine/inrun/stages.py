@@ -142,18 +142,20 @@ class _Fit:
         out += [m.data for u in self.units for m in u.msgs]
         return out
 
-    def counted(self) -> int:
+    def counted(self, units: int | None = None) -> int:
+        """Our count of the transcript; `units`, when given, is the units' total already known (a
+        stage that rewrites units one by one keeps it, instead of summing thousands each step)."""
         note = self._note()
         return (
             PRIMING
             + sum(m.tokens for m in self.seed)
             + (note.tokens if note is not None else 0)
-            + sum(u.tokens for u in self.units)
+            + (sum(u.tokens for u in self.units) if units is None else units)
         )
 
-    def size(self) -> int:
+    def size(self, units: int | None = None) -> int:
         """The transcript's size in the provider's terms (our count, calibrated by what it reported)."""
-        return math.ceil(self.counted() * self.factor)
+        return math.ceil(self.counted(units) * self.factor)
 
     def calibrate(self, reported: int | None) -> None:
         # The provider's own count of (nearly) this transcript says how far cl100k under-counts its
@@ -307,13 +309,16 @@ class _Fit:
         # The newest todo list is the run's plan; it stays verbatim while older ones are summarised.
         newest_todo = todo_steps[-1] if todo_steps else None
         changed = False
+        units = sum(u.tokens for u in self.units)
         for index, unit in enumerate(self.units):
-            if self.size() <= target:
+            if self.size(units) <= target:
                 break
             if unit.kind != "tool" or unit.latest or unit is newest_todo:
                 continue
             self.evict(unit, TOOL_HISTORY)
-            self.units[index] = Unit("turn", [self._digest(unit)])
+            digest = Unit("turn", [self._digest(unit)])
+            units += digest.tokens - unit.tokens
+            self.units[index] = digest
             changed = True
         return changed
 

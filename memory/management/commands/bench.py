@@ -191,6 +191,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--keep-data", action="store_true", help="keep the temporary data folder")
         parser.add_argument(
+            "--contention",
+            type=float,
+            default=0.0,
+            help="only this: for this many seconds one user sends the largest accepted batch and "
+            "/runs/fit in a loop while another appends (p50/p95 of the other's appends)",
+        )
+        parser.add_argument(
             "--load",
             type=float,
             default=0.0,
@@ -224,6 +231,7 @@ class Command(BaseCommand):
         profile: bool,
         keep_data: bool,
         load: float = 0.0,
+        contention: float = 0.0,
         **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         folder = Path(tempfile.mkdtemp(prefix="ottoweb-bench-")).resolve()
@@ -241,6 +249,7 @@ class Command(BaseCommand):
         argv += ["--quick"] if quick else []
         argv += ["--profile"] if profile else []
         argv += ["--load", str(load)] if load else []
+        argv += ["--contention", str(contention)] if contention else []
         argv += ["--json", str(Path(json_out).resolve())] if json_out else []
         self.stdout.write(f"bench: private data folder {folder}")
         child: subprocess.Popen[str] | None = None
@@ -295,9 +304,16 @@ class Command(BaseCommand):
         json_out: str | None,
         profile: bool,
         load: float = 0.0,
+        contention: float = 0.0,
         **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         call_command("migrate", verbosity=0, interactive=False)
+        if contention:
+            figures = {"load_before": self.load("before"), "contention": self.contention(contention)}
+            figures["load_after"] = self.load("after")
+            if json_out:
+                Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")
+            return
         scale = Scale(quick)
         user, _ = get_user_model().objects.get_or_create(username="bench")
         figures: dict[str, Any] = {
@@ -365,6 +381,128 @@ class Command(BaseCommand):
             "statuses": {str(k): v for k, v in sorted(result.statuses.items())},
             "errors": len(result.errors),
         }
+
+    def contention(self, seconds: float) -> dict[str, Any]:
+        """Issue 18, point 2: user A sends the largest accepted batch and the largest accepted
+        `/runs/fit` (with a session) back to back, each in its own thread, while user B appends
+        one turn at a time, and reads its context after each; B's append latency is the figure."""
+        import threading
+
+        from memory.engine.inrun import Message
+
+        tokens = {}
+        for name in ("bench-a", "bench-b"):
+            user, _ = get_user_model().objects.get_or_create(username=name)
+            tokens[name] = services.issue_token(user=user, name=name)[1]
+        server = WebServer(tokens["bench-a"])
+        worker: Worker | None = None
+        items, text_bytes = settings.OTTO_MAX_BATCH_ITEMS, settings.OTTO_MAX_BATCH_BYTES
+        steps = (settings.OTTO_MAX_FIT_MESSAGES - 2) // 2
+        # Each tool result sized so the whole body is just inside OTTO_MAX_BODY_BYTES.
+        result_chars = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE * 0.9) // steps - 200
+
+        def batch(round_: int) -> dict[str, Any]:
+            size = text_bytes // items - 40
+            return {
+                "items": [
+                    {"role": "tool", "text": (f"r{round_} i{n} " + "ok " * size)[:size]} for n in range(items)
+                ]
+            }
+
+        def fit(round_: int) -> dict[str, Any]:
+            messages: list[Message] = [
+                {"role": "system", "content": "agent"},
+                {"role": "user", "content": "go"},
+            ]
+            for n in range(steps):
+                call = {"id": f"c{n}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                messages += [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {
+                        "role": "tool",
+                        "tool_call_id": f"c{n}",
+                        "content": (f"r{round_} {n} " + "log ok " * result_chars)[:result_chars],
+                    },
+                ]
+            return {"session": "a", "model": "openai:gpt-4", "messages": messages, "related_errors": False}
+
+        stop = threading.Event()
+        a_statuses: dict[str, dict[int, int]] = {"batch": {}, "fit": {}}
+        a_seconds: dict[str, list[float]] = {"batch": [], "fit": []}
+
+        def send(kind: str) -> None:
+            path = "/api/v1/runs/fit" if kind == "fit" else "/api/v1/sessions/a/items/batch"
+            round_ = 0
+            while not stop.is_set():
+                round_ += 1
+                body = fit(round_) if kind == "fit" else batch(round_)
+                start = time.perf_counter()
+                status, _ = server.call("POST", path, body, timeout=900)
+                a_seconds[kind].append(time.perf_counter() - start)
+                a_statuses[kind][status] = a_statuses[kind].get(status, 0) + 1
+
+        senders = [threading.Thread(target=send, args=(k,), daemon=True) for k in ("batch", "fit")]
+        b_appends: list[float] = []
+        b_reads: list[float] = []
+        b_statuses: dict[int, int] = {}
+        try:
+            worker = Worker(concurrency=1)
+            server.expect(201, "POST", "/api/v1/sessions", {"id": "a"})
+            server.call("POST", "/api/v1/sessions", {"id": "b"}, token=tokens["bench-b"])
+            for thread in senders:
+                thread.start()
+            deadline = time.monotonic() + seconds
+            n = 0
+            while time.monotonic() < deadline:
+                start = time.perf_counter()
+                status, _ = server.call(
+                    "POST",
+                    "/api/v1/sessions/b/items",
+                    {"role": "user", "text": f"bob {n}"},
+                    token=tokens["bench-b"],
+                )
+                b_appends.append(time.perf_counter() - start)
+                b_statuses[status] = b_statuses.get(status, 0) + 1
+                start = time.perf_counter()
+                status, _ = server.call("GET", "/api/v1/sessions/b/context", token=tokens["bench-b"])
+                b_reads.append(time.perf_counter() - start)
+                b_statuses[status] = b_statuses.get(status, 0) + 1
+                n += 1
+        finally:
+            stop.set()
+            for thread in senders:
+                thread.join(timeout=900)
+            if worker is not None:
+                worker.stop()
+            server.stop()
+        figures = {
+            "seconds": seconds,
+            "limits": {
+                "batch_items": items,
+                "batch_bytes": text_bytes,
+                "fit_messages": settings.OTTO_MAX_FIT_MESSAGES,
+                "body_bytes": settings.DATA_UPLOAD_MAX_MEMORY_SIZE,
+            },
+            "b_append": latency(b_appends),
+            "b_read": latency(b_reads),
+            "b_statuses": {str(k): v for k, v in sorted(b_statuses.items())},
+            "a_batch": latency(a_seconds["batch"]) if a_seconds["batch"] else None,
+            "a_fit": latency(a_seconds["fit"]) if a_seconds["fit"] else None,
+            "a_statuses": {k: {str(s): c for s, c in v.items()} for k, v in a_statuses.items()},
+        }
+        self.line(
+            "contention: B's appends", figures["b_append"], "appends", f"statuses {figures['b_statuses']}"
+        )
+        self.line("contention: B's context reads", figures["b_read"], "reads")
+        for kind in ("a_batch", "a_fit"):
+            if figures[kind]:
+                self.line(
+                    f"contention: A's {kind[2:]}",
+                    figures[kind],
+                    "requests",
+                    f"statuses {figures['a_statuses'][kind[2:]]}",
+                )
+        return figures
 
     def append_engine(self, scale: Scale) -> dict[str, Any]:
         queue = TieredQueue(
