@@ -325,6 +325,61 @@ def items_within(session_pk: int, kind: str, bounds: Bounds) -> np.ndarray:
         return np.array([row[0] for row in cursor.fetchall()], dtype=np.int64)
 
 
+def substring_search(
+    session_pk: int, kind: str, needle: str, *, limit: int, bounds: Bounds, budget_chars: int
+) -> tuple[list[int], bool]:
+    """Ids of the session's items of `kind` whose text holds `needle` (case folded), newest first,
+    and whether the scan stopped before the oldest item.
+
+    At most `budget_chars` characters of text are read, newest items first: a scan's cost is the
+    text it reads. `str.find` does the matching (a few ms for 3,000,000 characters, where SQL's
+    LIKE took 0.8 s on text that repeats the query's first characters).
+    """
+    needle = needle.lower()
+    within, params = bounds.sql()
+    found: list[int] = []
+    scanned = 0
+    below: int | None = None
+    with connection.cursor() as cursor:
+        while len(found) < limit:
+            if scanned >= budget_chars:
+                return found, True
+            older = "" if below is None else " AND i.position < %s"
+            # Only what is left of the budget is read of each text; a step's texts are each at
+            # most an item's length, so a step holds at most SUBSTRING_BATCH of them.
+            cursor.execute(
+                "SELECT i.id, i.position, substr(c.text, 1, %s) FROM memory_item i "
+                "JOIN memory_chunk c ON c.id = i.chunk_id "
+                f"WHERE i.session_id = %s AND i.kind = %s{within}{older} ORDER BY i.position DESC LIMIT %s",
+                [
+                    budget_chars - scanned,
+                    session_pk,
+                    kind,
+                    *params,
+                    *([] if below is None else [below]),
+                    SUBSTRING_BATCH,
+                ],
+            )
+            rows = cursor.fetchall()
+            if not rows:
+                return found, False
+            below = int(rows[-1][1])
+            for pk, _, text in rows:
+                if scanned >= budget_chars:
+                    return found, True
+                text = text[: budget_chars - scanned]
+                scanned += len(text)
+                if text.lower().find(needle) >= 0:
+                    found.append(int(pk))
+                    if len(found) >= limit:
+                        break
+    return found, False
+
+
+# Items one step of the substring scan reads.
+SUBSTRING_BATCH = 16
+
+
 def _marks(values: Sequence[Any]) -> str:
     return ", ".join(["%s"] * len(values))
 

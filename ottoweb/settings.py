@@ -208,6 +208,8 @@ OTTO_MODEL_DIRS = [
 ]
 # Keyword recall's last resort, a substring scan, only for queries up to this many characters.
 OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)
+# ... and reading at most this many characters of text, newest turns first.
+OTTO_SUBSTRING_SCAN_CHARS = envint("OTTO_SUBSTRING_SCAN_CHARS", 8_000_000)
 # Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
 OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
 # The worker embeds every turn still without a vector this often (0: never), whatever left it
