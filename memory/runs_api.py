@@ -13,11 +13,9 @@ from lessons.schemas import RecordOut
 
 from . import runs
 from .api import get_session
-from .schemas import CleanIn, ErrorOut, StrictIn
+from .schemas import ERRORS, CleanIn, StrictIn
 
 router = Router(tags=["runs"])
-
-ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 class PassThrough(BaseModel):
