@@ -70,6 +70,14 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"] + [
     h for h in envstr("OTTO_ALLOWED_HOSTS", "").split(",") if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in envstr("OTTO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Behind a TLS proxy: cookies only over HTTPS, and the proxy's header says a request came over it
+# (OTTO_PROXY_SSL_HEADER=X-Forwarded-Proto: "https" there means HTTPS; only when the proxy always
+# sets it, or a client could claim HTTPS). OTTO_HSTS_SECONDS > 0 asks browsers to use HTTPS only.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = envbool("OTTO_SECURE_COOKIES", False)
+_PROXY_SSL_HEADER = envstr("OTTO_PROXY_SSL_HEADER", "")
+if _PROXY_SSL_HEADER:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+SECURE_HSTS_SECONDS = envint("OTTO_HSTS_SECONDS", 0)
 
 INSTALLED_APPS = [
     # First, so its `runserver` (TCP_NODELAY) is the one manage.py runs.
@@ -88,6 +96,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "ottoweb.security.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
