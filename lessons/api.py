@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from memory.schemas import ErrorOut
+from memory.schemas import ERRORS
 
 from . import services
 from .schemas import (
@@ -20,8 +20,6 @@ from .schemas import (
 )
 
 router = Router(tags=["lessons"])
-
-ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 
 
 @router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS})

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
@@ -231,8 +232,10 @@ def search_errors(
     alongside the records that match by meaning.
     """
     rows: ErrorRecordQuerySet = ErrorRecord.objects.for_user(user).live().of_tool(tool.strip())
+    # The newest OTTO_LESSONS_SEARCH_LIMIT records: a search reads and scores each one.
+    rows = rows.order_by("-updated_at", "-id")[: settings.OTTO_LESSONS_SEARCH_LIMIT]
     if not query.strip():
-        return Ranked(list(rows.order_by("-updated_at", "-id")), match)
+        return Ranked(list(rows), match)
     vector_text = _embedding_text(tool.strip(), query.strip()) if tool.strip() else query.strip()
     return _rank(
         list(rows), query=query, vector_text=vector_text, match=match, with_keyword=True, least_keyword=0.0
@@ -252,7 +255,8 @@ def find_related_errors(
     if not 1 <= limit <= MAX_RELATED:
         raise Invalid(f"limit must be between 1 and {MAX_RELATED}", field="limit")
     # Ranking reads outside the transaction (the query is embedded there too); only the hit writes.
-    rows = list(ErrorRecord.objects.for_user(user).live().of_tool(tool))
+    newest = ErrorRecord.objects.for_user(user).live().of_tool(tool).order_by("-updated_at", "-id")
+    rows = list(newest[: settings.OTTO_LESSONS_SEARCH_LIMIT])
     # A new failure shares a word or two with most records of its tool: only meaning, or a strong
     # keyword match where meaning cannot be compared, counts as related (and restarts a TTL).
     ranked = _rank(

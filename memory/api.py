@@ -15,6 +15,7 @@ from . import services
 from .context import session_context, session_summary
 from .models import AuditEntry, Item, Job, Session
 from .recall import recall
+from .schemas import ERRORS as SHARED_ERRORS
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -41,16 +42,8 @@ router = Router(tags=["sessions"])
 # Job ids are 16 hex digits (services._new_job); the column holds at most 32 characters.
 JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
 
-# 400: a body that is not JSON; 503: the database cannot be written (ottoweb/api.py).
-ERRORS = {
-    400: ErrorOut,
-    401: ErrorOut,
-    404: ErrorOut,
-    409: ErrorOut,
-    413: ErrorOut,
-    422: ErrorOut,
-    503: ErrorOut,
-}
+# 409: an id that is taken.
+ERRORS = {**SHARED_ERRORS, 409: ErrorOut}
 
 
 def get_session(request: HttpRequest, sid: str) -> Session:

@@ -12,6 +12,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
+from ottoweb import throttle
+
 from .models import ApiToken
 
 log = logging.getLogger(__name__)
@@ -28,6 +30,11 @@ class TokenAuth(HttpBearer):
             ApiToken.objects.active().select_related("user").filter(digest=ApiToken.digest_of(token)).first()
         )
         if row is None or not row.user.is_active:
+            # Wrong tokens from one address are throttled; a right token never is (ottoweb/throttle.py).
+            keys = throttle.token_keys(request)
+            wait = throttle.locked_for(keys) or throttle.record_failure(keys)
+            if wait:
+                raise throttle.Throttled(wait)
             return None
         now = timezone.now()
         if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:

@@ -389,3 +389,16 @@ class AuditEntry(models.Model):
             models.Index(fields=["user", "-created_at"]),
             models.Index(fields=["user", "session_sid", "-created_at"]),
         ]
+
+
+class AuthFailure(models.Model):
+    """Failed sign-ins of one key — an account, or a client address — and its lock-out (ottoweb/throttle.py).
+
+    Written only when an attempt fails (and deleted when a password login succeeds after
+    failures): a successful request writes nothing here.
+    """
+
+    key = models.CharField(max_length=200, unique=True)
+    failures = models.PositiveIntegerField(default=0)
+    last_failure_at = models.DateTimeField(db_index=True)
+    locked_until = models.DateTimeField(null=True, blank=True)

@@ -40,6 +40,7 @@ from .store import (
     other_model_vectors,
     pending_speakers,
     recall_version,
+    substring_search,
     turn_rows,
     vec_search,
 )
@@ -69,6 +70,8 @@ DENSE_WEIGHT = 2.0
 # Pseudo-relevance feedback: new words from the top keyword hits make a third ranking.
 FEEDBACK_DOCS = 5
 FEEDBACK_TERMS = 10
+# ... read from the start of each hit only: five tool outputs of 1,000,000 characters took 1.8 s.
+FEEDBACK_CHARS = 16_000
 # Turns by a speaker the question names rank this much higher.
 SPEAKER_BOOST = 0.6
 
@@ -171,7 +174,8 @@ def _mixed_stamps(session: Session, kind: str) -> str | None:
     )
 
 
-def _keyword(sc: _Scope, query: str, limit: int) -> list[tuple[str, int, float]]:
+def _keyword(sc: _Scope, query: str, limit: int) -> tuple[list[tuple[str, int, float]], str | None]:
+    """FTS over the items' own words, then a substring scan; and why the scan stopped short, if it did."""
     session, kind = sc.session, sc.kind
     bounds = sc.bounds
     hits = fts_search(session.pk, kind, query, every=True, limit=limit, context_weight=0, bounds=bounds)
@@ -179,18 +183,21 @@ def _keyword(sc: _Scope, query: str, limit: int) -> list[tuple[str, int, float]]
         hits = fts_search(session.pk, kind, query, every=False, limit=limit, context_weight=0, bounds=bounds)
     ranked = sc.ranked(hits)
     if ranked or not query.strip() or len(query.strip()) > settings.OTTO_SUBSTRING_MAX_CHARS:
-        # A scan's cost is text length × query length (a 10,000-character query against a
-        # 1,000,000-character tool output took 12 s); a piece of a token is short, so a longer
-        # query is answered by the word searches alone.
-        return ranked
-    # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first.
-    rows = (
-        _within(Item.objects.of_kind(session, kind), bounds)
-        .filter(chunk__text__icontains=query.strip())
-        .order_by("-position")
-        .values_list("pk", flat=True)[:limit]
+        # A piece of a token is short: a longer query is answered by the word searches alone.
+        return ranked, None
+    # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first, reading
+    # at most OTTO_SUBSTRING_SCAN_CHARS of text.
+    budget = settings.OTTO_SUBSTRING_SCAN_CHARS
+    found, stopped = substring_search(
+        session.pk, kind, query.strip(), limit=limit, bounds=bounds, budget_chars=budget
     )
-    return sc.ranked([(pk, 1.0 / (n + 1)) for n, pk in enumerate(rows)])
+    why = (
+        f"the substring scan read only the newest {budget:,} characters of {kind} "
+        "(OTTO_SUBSTRING_SCAN_CHARS); older turns were not scanned"
+        if stopped
+        else None
+    )
+    return sc.ranked([(pk, 1.0 / (n + 1)) for n, pk in enumerate(found)]), why
 
 
 @lru_cache(maxsize=256)
@@ -220,7 +227,7 @@ def _speakers_named(sc: _Scope, query: str) -> set[str]:
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
     """Pseudo-relevance feedback: the commonest new words of the top keyword hits."""
     text_of = item_texts(item_ids)
-    texts = [text_of.get(pk, "") for pk in item_ids]
+    texts = [text_of.get(pk, "")[:FEEDBACK_CHARS] for pk in item_ids]
     return " ".join(retrieval.feedback_terms(texts, query, limit=FEEDBACK_TERMS))
 
 
@@ -407,7 +414,10 @@ def recall(
     scopes = {k: _Scope(session, k, bounds) for k in ("history", "context")}
     for k in kinds:
         if match == "keyword":
-            hits.extend(_keyword(scopes[k], query, RANK_DEPTH))
+            found, stopped = _keyword(scopes[k], query, RANK_DEPTH)
+            hits.extend(found)
+            if stopped is not None:
+                reasons.append(stopped)
             continue
         ranked, why = _semantic(scopes[k], query, RANK_DEPTH, query_vector)
         if why is not None:

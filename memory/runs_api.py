@@ -13,13 +13,9 @@ from lessons.schemas import RecordOut
 
 from . import runs
 from .api import get_session
-from .schemas import CleanIn, ErrorOut, StrictIn
+from .schemas import ERRORS, CleanIn, StrictIn
 
 router = Router(tags=["runs"])
-
-ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
-# 429: a fit with a session beyond the user's queued jobs (OTTO_MAX_QUEUED_JOBS).
-FIT_ERRORS = {**ERRORS, 429: ErrorOut}
 
 
 class PassThrough(BaseModel):
@@ -96,7 +92,7 @@ class WindowsQuery(CleanIn):
     model: str | None = Field(None, min_length=1, max_length=200)
 
 
-@router.post("/runs/fit", response={200: FitOut, **FIT_ERRORS})
+@router.post("/runs/fit", response={200: FitOut, **ERRORS})
 def fit_run(request: HttpRequest, body: FitIn):
     session = get_session(request, body.session) if body.session is not None else None
     error = (

@@ -71,6 +71,12 @@ class ErrorOut(Schema):
     code: str
 
 
+# What any operation may answer besides its own codes. 400: a body that is not JSON; 413: a body
+# too large; 429: a wrong token from a locked address (ottoweb/throttle.py); 503: the database
+# cannot be written (ottoweb/api.py).
+ERRORS = {code: ErrorOut for code in (400, 401, 404, 413, 422, 429, 503)}
+
+
 class SessionIn(StrictIn):
     id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
     title: str = Field("", max_length=200)

@@ -13,11 +13,10 @@ from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
 from . import scoped
-from .schemas import CleanIn, ErrorOut, StrictIn
+from .schemas import ERRORS, CleanIn, StrictIn
 
 router = Router(tags=["scoped memory"])
 
-ERRORS = {400: ErrorOut, 401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
 ModeName = Literal["app", "conversation"]
 
 

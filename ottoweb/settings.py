@@ -70,6 +70,14 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"] + [
     h for h in envstr("OTTO_ALLOWED_HOSTS", "").split(",") if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in envstr("OTTO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Behind a TLS proxy: cookies only over HTTPS, and the proxy's header says a request came over it
+# (OTTO_PROXY_SSL_HEADER=X-Forwarded-Proto: "https" there means HTTPS; only when the proxy always
+# sets it, or a client could claim HTTPS). OTTO_HSTS_SECONDS > 0 asks browsers to use HTTPS only.
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = envbool("OTTO_SECURE_COOKIES", False)
+_PROXY_SSL_HEADER = envstr("OTTO_PROXY_SSL_HEADER", "")
+if _PROXY_SSL_HEADER:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https")
+SECURE_HSTS_SECONDS = envint("OTTO_HSTS_SECONDS", 0)
 
 INSTALLED_APPS = [
     # First, so its `runserver` (TCP_NODELAY) is the one manage.py runs.
@@ -88,6 +96,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "ottoweb.security.ContentSecurityPolicy",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -152,6 +161,15 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed sign-ins (ottoweb/throttle.py): an account is locked after this many failed logins, a client
+# address after this many failed logins or bearer tokens; the first lock-out lasts this many seconds
+# and each failure after it doubles it (up to an hour).
+OTTO_AUTH_FAILURES = envint("OTTO_AUTH_FAILURES", 5)
+OTTO_AUTH_ADDRESS_FAILURES = envint("OTTO_AUTH_ADDRESS_FAILURES", 20)
+OTTO_AUTH_LOCKOUT_SECONDS = envint("OTTO_AUTH_LOCKOUT_SECONDS", 60)
+# Behind a proxy every request comes from the proxy: name the header it puts the client's address in
+# (e.g. X-Forwarded-For; its last address is used). Empty: the connection's address.
+OTTO_CLIENT_ADDRESS_HEADER = envstr("OTTO_CLIENT_ADDRESS_HEADER", "")
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -217,6 +235,10 @@ OTTO_MODEL_DIRS = [
 ]
 # Keyword recall's last resort, a substring scan, only for queries up to this many characters.
 OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)
+# ... and reading at most this many characters of text, newest turns first.
+OTTO_SUBSTRING_SCAN_CHARS = envint("OTTO_SUBSTRING_SCAN_CHARS", 8_000_000)
+# A lessons search or related-errors lookup reads and scores at most this many of the newest records.
+OTTO_LESSONS_SEARCH_LIMIT = envint("OTTO_LESSONS_SEARCH_LIMIT", 2000)
 # Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
 OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
 # The worker embeds every turn still without a vector this often (0: never), whatever left it

@@ -9,6 +9,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.static import serve
 
 from .api import api
+from .views import LoginView
 
 
 # Exempt: the CSRF middleware would otherwise answer a POST to an unknown /api/ path with its
@@ -22,7 +23,7 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/", api_not_found),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("lessons/", include("lessons.urls")),
     path("", include("memory.urls")),

@@ -84,6 +84,9 @@ def index_context(turn: Said, previous: Said | None) -> str:
 
 # About 100 tokens: LoCoMo's turns fit whole (their median is ~100 characters).
 PREVIOUS_CHARS = 400
+# The model reads 256 tokens (Gemini's 2,048), far fewer than this many characters; the tokenizer
+# reads all it is given before it truncates, and a 1,000,000-character tool output took ≈ 3 s.
+DENSE_CHARS = 16_000
 
 
 def dense_text(turn: Said, previous: Said | None) -> str:
@@ -97,8 +100,8 @@ def dense_text(turn: Said, previous: Said | None) -> str:
         if len(before) > PREVIOUS_CHARS:
             before = before[:PREVIOUS_CHARS] + " …"
         label = f"{previous.name}: " if previous.name else ""
-        return f"{label}{before}\n{turn.speaker}: {turn.text}"
-    return f"{turn.speaker}: {turn.text}"
+        return f"{label}{before}\n{turn.speaker}: {turn.text[:DENSE_CHARS]}"
+    return f"{turn.speaker}: {turn.text[:DENSE_CHARS]}"
 
 
 def query_terms(query: str, *, drop_stopwords: bool = True) -> list[str]:

@@ -31,7 +31,7 @@ def test_sessions_list_shows_newest_first_with_x_and_y_fill(alice_web, alice):
     assert html.index("Newer one") < html.index("Older one")
     x = round(100 * row.x_tokens / 100)
     assert f'aria-label="X {x}% full ({row.x_tokens} of 100 tokens), Y 0% full (0 of 400 tokens)"' in html
-    assert f'<span class="seg x" style="width: {x}%"></span>' in html
+    assert f'<span class="seg x pct-{x}"></span>' in html
     assert "~/src/app" in html
 
 

@@ -108,6 +108,20 @@ def test_list_errors_keyword_matches_error_action_and_context(alice_api):
     assert (body["count"], body["match"]) == (3, "keyword")
 
 
+def test_a_search_reads_only_the_newest_records_up_to_the_limit(alice_api, settings):
+    oldest = alice_api.post(ERRORS, resolved(error="Address already in use")).json()
+    alice_api.post(ERRORS, resolved(error="No space left on device"))
+    newest = alice_api.post(ERRORS, resolved(error="address family not supported")).json()
+    settings.OTTO_LESSONS_SEARCH_LIMIT = 2
+
+    limited = alice_api.get(f"{ERRORS}?q=address&match=keyword").json()
+    settings.OTTO_LESSONS_SEARCH_LIMIT = 3
+    whole = alice_api.get(f"{ERRORS}?q=address&match=keyword").json()
+
+    assert [i["id"] for i in limited["items"]] == [newest["id"]]
+    assert [i["id"] for i in whole["items"]] == [newest["id"], oldest["id"]]
+
+
 def test_list_errors_semantic_finds_a_reworded_query(alice_api):
     disk = alice_api.post(ERRORS, resolved(error="OSError: [Errno 28] No space left on device")).json()
     alice_api.post(ERRORS, resolved(error="fatal: not a git repository (or any of the parent directories)"))

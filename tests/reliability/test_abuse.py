@@ -133,6 +133,33 @@ def test_a_substring_scan_is_made_only_for_queries_up_to_the_bound(alice_api, se
     assert (within, beyond) == (1, 0)
 
 
+def test_a_substring_scan_reads_at_most_its_budget_of_text_newest_first(alice_api, settings):
+    # The old turn holds the piece (inside a token: only a substring scan finds it); the three after it fill the scan's budget of 3,000 characters.
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+    texts = ["old xxQUOTA7731xx " + "x" * 500] + ["y" * 1000, "z" * 1000, "new xxQUOTA9" + "w" * 988]
+    for text in texts:
+        alice_api.post("/api/v1/sessions/s/items", {"role": "tool", "kind": "context", "text": text})
+    settings.OTTO_SUBSTRING_SCAN_CHARS = 3000
+
+    def hits(query: str) -> tuple[list[str], str | None]:
+        body = {"query": query, "match": "keyword", "kind": "context"}
+        answer = alice_api.post("/api/v1/sessions/s/recall", body).json()
+        found = [t["text"][:18] for p in answer["results"]["context"] for t in p["turns"] if t["hit"]]
+        return found, answer["degraded"]
+
+    beyond, newest = hits("QUOTA77"), hits("QUOTA9")
+    settings.OTTO_SUBSTRING_SCAN_CHARS = 4000
+    within = hits("QUOTA77")
+
+    assert beyond == (
+        [],
+        "the substring scan read only the newest 3,000 characters of context "
+        "(OTTO_SUBSTRING_SCAN_CHARS); older turns were not scanned",
+    )
+    assert newest[0] == ["new xxQUOTA9wwwwww"]
+    assert within == (["old xxQUOTA7731xx "], None)
+
+
 @pytest.mark.parametrize("folder", ["/etc", "/tmp/../etc/ssl", "relative/models"])
 def test_a_reembed_naming_a_folder_outside_the_model_folders_is_refused_without_the_path(alice_api, folder):
     alice_api.post("/api/v1/sessions", {"id": "s"})

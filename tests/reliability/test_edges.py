@@ -69,7 +69,7 @@ def test_a_body_that_is_not_json_is_a_documented_400(alice_api):
         400,
         {"detail": "Cannot parse request body", "code": "http_error"},
     )
-    assert sorted(documented["responses"]) == ["201", "400", "401", "404", "409", "413", "422", "503"]
+    assert sorted(documented["responses"]) == ["201", "400", "401", "404", "409", "413", "422", "429", "503"]
 
 
 @pytest.mark.parametrize("path", ["/api/v1/nothing", "/api/v2/sessions", "/api/v1/sessions/a/b/c"])

@@ -1,0 +1,35 @@
+// The dashboard's only script besides htmx (the Content-Security-Policy allows no inline script).
+(function () {
+  "use strict";
+  // Errors htmx does not swap (5xx, 403, a dropped connection) become one readable banner.
+  function say(text) {
+    var flash = document.getElementById("flash");
+    var p = document.createElement("p");
+    p.className = "notice error";
+    p.setAttribute("role", "alert");
+    p.textContent = text;
+    flash.replaceChildren(p);
+  }
+  document.addEventListener("htmx:responseError", function (e) {
+    var status = e.detail.xhr.status;
+    say(status === 403 ? "That was refused (403): your login may have expired. Reload the page and try again."
+      : status === 404 ? "Not found (404): it may have been deleted. Reload the page."
+      : "Something went wrong on the server (" + status + "). Please try again.");
+  });
+  document.addEventListener("htmx:sendError", function () {
+    say("Could not reach the server. Check that ottoweb is running and try again.");
+  });
+  // <form data-confirm="question">: asks before it is sent.
+  document.addEventListener("submit", function (e) {
+    var question = e.target.getAttribute && e.target.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) {
+      e.preventDefault();
+    }
+  });
+  // <input data-select-on-focus>: a value to copy (a new token) is selected whole.
+  document.addEventListener("focusin", function (e) {
+    if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) {
+      e.target.select();
+    }
+  });
+})();
