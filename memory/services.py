@@ -612,14 +612,24 @@ def _send_on_commit(task: Any, **kwargs: Any) -> None:
     transaction.on_commit(send, robust=True)
 
 
-def enqueue_compaction(*, session: Session) -> Job:
-    """A compaction job for the session (the unfinished one if there is one), sent on commit."""
+def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
+    """A compaction job for the session (the unfinished one if there is one), sent on commit.
+
+    `everything`: the manual "compact now" — X moves into Y and Y is compacted even under budget
+    (a queued job takes that on; a running one is followed by a new one).
+    """
     from . import tasks
 
+    params = {"everything": True} if everything else {}
     existing = Job.objects.filter(session=session, kind="compact").unfinished().first()
     if existing is not None and not _job_is_dead(existing):
-        return existing
-    job = _new_job(session=session, kind="compact")
+        if not everything or existing.params.get("everything"):
+            return existing
+        if Job.objects.filter(pk=existing.pk, status=Job.QUEUED).update(params={**existing.params, **params}):
+            existing.params = {**existing.params, **params}
+            return existing
+        existing = None  # running: the compaction asked for now follows it
+    job = _new_job(session=session, kind="compact", params=params)
     if existing is not None:
         # Handing it back would stall the session for good: every later overflow would answer the
         # same dead id and nothing would compact again. It is failed with its reason instead.
@@ -876,10 +886,15 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
             with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
             return
 
+        everything = bool(job.params.get("everything"))
+
         def one_round() -> bool:
             # A fresh queue each try: a round that failed has rolled back, and plans again.
             queue = queue_for(session, "history")
-            plan = queue.plan()
+            if everything and rounds == 0:
+                with transaction.atomic():
+                    queue.store.move_x_to_y("history")
+            plan = queue.plan(force=everything and rounds == 0)
             if plan is None:
                 return False
             with transaction.atomic():
@@ -958,8 +973,16 @@ def requeue_unfinished_jobs() -> int:
 def memory_action(*, session: Session, action: str, mode: str | None = None) -> dict[str, Any]:
     """compact → {"removed"}, summary → {"count"}, reset (mode summary|all) → {"reset"}."""
     if action == "compact":
+        if settings.OTTO_COMPACTION == "job" and _raw_tokens(session) > settings.OTTO_INLINE_COMPACT_TOKENS:
+            # Its cost grows with X + Y (and a live summariser's wait with it): past the bound it is
+            # the worker's, and the request only queues it.
+            job = enqueue_compaction(session=session, everything=True)
+            return {"removed": 0, "job_id": job.id}
         compacted = compact_session(session=session, force=True, include_x=True)
-        transaction.on_commit(lambda: _embed_quietly(session, "history"))
+        if settings.OTTO_COMPACTION == "job":
+            _schedule_embedding(session, "history")  # the worker's, as after any append
+        else:
+            transaction.on_commit(lambda: _embed_quietly(session, "history"))
         return {"removed": compacted.removed if compacted else 0}
     if action == "summary":
         return {"count": rebuild_summary(session=session)}
@@ -969,6 +992,12 @@ def memory_action(*, session: Session, action: str, mode: str | None = None) -> 
         reset_session(session=session, mode=mode)
         return {"reset": mode}
     raise Invalid("action must be compact, summary or reset", field="action")
+
+
+def _raw_tokens(session: Session) -> int:
+    """Tokens of the history turns in X and Y: what a manual compact would summarise."""
+    totals = DjangoTierStore(session).totals("history")
+    return totals.x + totals.y_raw
 
 
 def rebuild_summary(*, session: Session) -> int:

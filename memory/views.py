@@ -194,6 +194,11 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
             return render(request, "memory/_job.html", {"job": job, "session": session})
         return redirect("job", job_id=job.id)
     result = services.memory_action(session=session, action="compact")
+    if result.get("job_id"):  # larger than a request should compact: the worker's, and the page follows it
+        job = Job.objects.get(pk=result["job_id"])
+        if request.htmx:  # type: ignore[attr-defined]
+            return render(request, "memory/_job.html", {"job": job, "session": session})
+        return redirect("job", job_id=job.id)
     removed = result["removed"]
     note = (
         f"Compacted: {removed} turn{'s' if removed != 1 else ''} archived and summarised."

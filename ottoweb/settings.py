@@ -239,6 +239,9 @@ OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)
 OTTO_SUBSTRING_SCAN_CHARS = envint("OTTO_SUBSTRING_SCAN_CHARS", 8_000_000)
 # A lessons search or related-errors lookup reads and scores at most this many of the newest records.
 OTTO_LESSONS_SEARCH_LIMIT = envint("OTTO_LESSONS_SEARCH_LIMIT", 2000)
+# A manual compact (`memory` action "compact") of more raw tokens than this (X + Y) is handed to the
+# worker in job mode; the answer names the job. Smaller ones run in the request.
+OTTO_INLINE_COMPACT_TOKENS = envint("OTTO_INLINE_COMPACT_TOKENS", 50_000)
 # Jobs one user may have waiting for the worker; a re-embedding request beyond it answers 429.
 OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
 # The worker embeds every turn still without a vector this often (0: never), whatever left it

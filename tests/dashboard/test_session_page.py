@@ -155,6 +155,23 @@ def test_compact_without_javascript_redirects_back_with_the_result(alice_web, co
     assert "Compacted: " in response.content.decode()
 
 
+def test_compact_now_beyond_the_inline_bound_hands_it_to_the_worker_and_follows_the_job(
+    alice_web, compacted, settings
+):
+    settings.OTTO_COMPACTION = "job"
+    settings.OTTO_INLINE_COMPACT_TOKENS = 10
+    before = totals()
+
+    html = alice_web.post("/sessions/deploys/compact/", **hx("compact-preview")).content.decode()
+    job = Job.objects.get(session=compacted, kind="compact")
+
+    assert f"/jobs/{job.id}/" in html  # the job's progress panel, polling until done
+    assert totals().generation == before.generation  # nothing was compacted in the request
+    services.run_compaction_job(job_id=job.id, worker="test:1")
+    after = totals()
+    assert (after.x_tokens, after.y_raw_tokens, after.generation) == (0, 0, before.generation + 1)
+
+
 def test_compact_tab_offers_the_due_compaction_as_a_job_when_y_is_over_budget(alice_web, alice, settings):
     settings.OTTO_COMPACTION = "job"
     session = services.create_session(user=alice, sid="due", x_budget=30, y_budget=60)

@@ -59,6 +59,39 @@ def test_compact_archives_raw_items_and_keeps_every_store(alice_api, filled):
     assert set(Chunk.objects.filter(session=filled).values_list("hash", flat=True)) <= cited
 
 
+def test_a_compact_beyond_the_inline_bound_is_queued_for_the_worker_which_compacts_everything(
+    alice_api, filled, settings
+):
+    settings.OTTO_COMPACTION = "job"
+    settings.OTTO_INLINE_COMPACT_TOKENS = 10
+    pending = Item.objects.filter(session=filled).pending().count()
+    generation = filled.tier_states.get(kind="history").generation
+
+    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    again = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+
+    job = Job.objects.get(pk=answer["job_id"])
+    assert answer == {"removed": 0, "job_id": job.id} == again  # one job, however often it is asked
+    assert (job.kind, job.status, job.params) == ("compact", "queued", {"everything": True})
+    assert Item.objects.filter(session=filled).pending().count() == pending  # not in the request
+    services.run_compaction_job(job_id=job.id, worker="test:1")
+    job.refresh_from_db()
+    assert job.status == "done"
+    assert Item.objects.filter(session=filled).pending().count() == 0
+    assert filled.tier_states.get(kind="history").generation == generation + 1
+
+
+def test_a_queued_due_compaction_takes_on_a_compact_asked_for_meanwhile(alice_api, filled, settings):
+    settings.OTTO_COMPACTION = "job"
+    settings.OTTO_INLINE_COMPACT_TOKENS = 10
+    due = services.enqueue_compaction(session=filled)
+
+    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+
+    assert answer["job_id"] == due.id
+    assert Job.objects.get(pk=due.id).params == {"everything": True}
+
+
 def test_summary_rebuilds_the_rolling_summary_without_losing_a_hash_ref(alice_api, filled):
     refs_before = {h for b in Bullet.objects.filter(session=filled, superseded=False) for h in b.hash_refs}
     generation = filled.tier_states.get(kind="history").generation
