@@ -23,6 +23,8 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from ottoweb.celery import app as celery_app
+
 from . import embedding, importing, providers
 from .engine import tokens as tok
 from .engine.compaction import Summarizer
@@ -343,8 +345,6 @@ _embedding_sent: dict[tuple[int, str], float] = {}
 def _schedule_embedding(session: Session, kind: str) -> None:
     if settings.OTTO_COMPACTION != "job":
         return  # inline mode has no worker: compaction and recall embed in-process
-    from . import tasks
-
     now = time.monotonic()
     key = (session.pk, kind)
     if now - _embedding_sent.get(key, -EMBED_DELAY) < EMBED_DELAY:
@@ -357,9 +357,7 @@ def _schedule_embedding(session: Session, kind: str) -> None:
     def send() -> None:
         # Twice the window: an append skipped inside the window has its own commit's worth of
         # time to land before the task looks.
-        tasks.embed_session_task.apply_async(
-            kwargs={"session_pk": session.pk, "kind": kind}, countdown=2 * EMBED_DELAY
-        )
+        _send("memory.embed_session", countdown=2 * EMBED_DELAY, session_pk=session.pk, kind=kind)
 
     transaction.on_commit(send, robust=True)
 
@@ -599,17 +597,27 @@ def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = Non
     )
 
 
-def _send_on_commit(task: Any, **kwargs: Any) -> None:
+# The worker's task for each kind of job (memory/tasks.py registers them under these names). Jobs are
+# sent by name: the task module imports the services, so the services never import it.
+JOB_TASKS = {
+    "compact": "memory.compact_session",
+    "reembed": "memory.reembed_session",
+    "store_context": "memory.store_context",
+}
+
+
+def _send(task: str, *, countdown: float | None = None, **kwargs: Any) -> None:
+    """Send the task named `task` to the worker with `kwargs`."""
+    celery_app.send_task(task, kwargs=kwargs, countdown=countdown)
+
+
+def _send_on_commit(task: str, **kwargs: Any) -> None:
     """Send `task` once the transaction commits; a broker that cannot take it is logged, not raised.
 
     The job row is committed either way and a starting worker resends unfinished jobs, so a full
     disk under the broker (or a broker outage) never turns a committed write into a 500.
     """
-
-    def send() -> None:
-        task.delay(**kwargs)
-
-    transaction.on_commit(send, robust=True)
+    transaction.on_commit(lambda: _send(task, **kwargs), robust=True)
 
 
 def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
@@ -618,8 +626,6 @@ def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
     `everything`: the manual "compact now" — X moves into Y and Y is compacted even under budget
     (a queued job takes that on; a running one is followed by a new one).
     """
-    from . import tasks
-
     params = {"everything": True} if everything else {}
     existing = Job.objects.filter(session=session, kind="compact").unfinished().first()
     if existing is not None and not _job_is_dead(existing):
@@ -638,7 +644,7 @@ def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
             error=f"abandoned: no worker finished it within {JOB_LEASE}; job {job.id} replaces it",
             finished_at=timezone.now(),
         )
-    _send_on_commit(tasks.compact_session_task, job_id=job.id)
+    _send_on_commit(JOB_TASKS["compact"], job_id=job.id)
     return job
 
 
@@ -673,8 +679,6 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
     At most one queued re-embedding per session: a second request answers the queued job (with
     the model it now asks for). Beyond OTTO_MAX_QUEUED_JOBS queued jobs of the user: TooManyJobs.
     """
-    from . import tasks
-
     if model:
         _check_model_spec(model)
     params = {"model": model} if model else {}
@@ -687,7 +691,7 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
             return queued
         _check_queue_room(session)
         job = _new_job(session=session, kind="reembed", params=params)
-        _send_on_commit(tasks.reembed_session_task, job_id=job.id)
+        _send_on_commit(JOB_TASKS["reembed"], job_id=job.id)
     return job
 
 
@@ -731,8 +735,6 @@ def enqueue_context_store(*, session: Session, items: Sequence[NewItem]) -> Job:
     the keyword index, the vectors) in short transactions of its own. TooManyJobs beyond
     OTTO_MAX_QUEUED_JOBS.
     """
-    from . import tasks
-
     with transaction.atomic():
         _check_queue_room(session)
         job = _new_job(session=session, kind="store_context")
@@ -740,7 +742,7 @@ def enqueue_context_store(*, session: Session, items: Sequence[NewItem]) -> Job:
             job=job,
             items=[{"role": i.role, "text": i.text, "meta": i.meta or {}, "name": i.name} for i in items],
         )
-        _send_on_commit(tasks.store_context_task, job_id=job.id)
+        _send_on_commit(JOB_TASKS["store_context"], job_id=job.id)
     return job
 
 
@@ -951,18 +953,11 @@ def requeue_unfinished_jobs() -> int:
 
     Duplicates are harmless: the claim lets exactly one run, and only once its holder is gone.
     """
-    from . import tasks
-
-    senders = {
-        "compact": tasks.compact_session_task,
-        "reembed": tasks.reembed_session_task,
-        "store_context": tasks.store_context_task,
-    }
     count = 0
     for job in Job.objects.unfinished():
-        sender = senders.get(job.kind)
-        if sender is not None:
-            sender.delay(job_id=job.id)
+        task = JOB_TASKS.get(job.kind)
+        if task is not None:
+            _send(task, job_id=job.id)
             count += 1
     return count
 

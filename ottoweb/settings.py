@@ -265,7 +265,6 @@ if CELERY_BROKER_URL == "filesystem://":
     }
 # One queue per deployment: two instances sharing a Redis never take each other's jobs.
 CELERY_TASK_DEFAULT_QUEUE = envstr("OTTO_CELERY_QUEUE", "ottoweb")
-CELERY_TASK_ALWAYS_EAGER = envbool("OTTO_CELERY_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
