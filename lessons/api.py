@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja import Query, Router, Status
 
-from memory.schemas import ERRORS
+from ottoweb.schemas import ERRORS
 
 from . import services
 from .schemas import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memory.forms import MATCHES
+MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
 
 
 class LessonSearchForm(forms.Form):

@@ -8,7 +8,7 @@ from typing import Literal
 from ninja import Schema
 from pydantic import Field
 
-from memory.schemas import CleanIn, StrictIn
+from ottoweb.schemas import CleanIn, StrictIn
 
 Outcome = Literal["resolved", "failed", "abandoned"]
 MatchName = Literal["semantic", "keyword"]

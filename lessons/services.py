@@ -20,7 +20,7 @@ from django.utils import timezone
 from memory import embedding
 from memory.engine import keywords
 from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
-from memory.services import Invalid, NotFound
+from ottoweb.errors import Invalid, NotFound
 
 from .models import ErrorRecord, ErrorRecordQuerySet, new_expiry
 

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from memory.services import Invalid, NotFound
+from ottoweb.errors import Invalid, NotFound
 
 from . import services
 from .forms import LessonFixForm, LessonSearchForm

@@ -10,19 +10,19 @@ from ninja import Query, Router, Status
 from pydantic import Field
 
 from ottoweb import parsing
+from ottoweb.errors import Invalid, NotFound
+from ottoweb.schemas import ERRORS as SHARED_ERRORS
+from ottoweb.schemas import CleanIn, ErrorOut
 
 from . import services
 from .context import session_context, session_summary
 from .models import AuditEntry, Item, Job, Session
 from .recall import recall
-from .schemas import ERRORS as SHARED_ERRORS
 from .schemas import (
     AppendOut,
     BatchIn,
     BatchOut,
-    CleanIn,
     ContextOut,
-    ErrorOut,
     ItemIn,
     JobOut,
     JobRef,
@@ -50,10 +50,10 @@ def get_session(request: HttpRequest, sid: str) -> Session:
     """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
     if not services.SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
-        raise services.NotFound("no session with that id")
+        raise NotFound("no session with that id")
     session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]
     if session is None:
-        raise services.NotFound(f"no session {sid!r}")
+        raise NotFound(f"no session {sid!r}")
     return session
 
 
@@ -82,18 +82,18 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
     limit = settings.OTTO_MAX_IMPORT_BYTES
     size = int(request.META.get("CONTENT_LENGTH") or 0)
     if size > limit:
-        raise services.Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
+        raise Invalid(f"the document is {size:,} bytes; the limit is {limit:,}", field="$")
     # Read as a stream, not request.body: the document may be larger than other bodies
     # (OTTO_MAX_BODY_BYTES), up to the limit export shares (services.export_session_json).
     raw = request.read(limit + 1)
     if len(raw) > limit:
-        raise services.Invalid(f"the document is over {limit:,} bytes; the limit is {limit:,}", field="$")
+        raise Invalid(f"the document is over {limit:,} bytes; the limit is {limit:,}", field="$")
     try:
         document = parsing.loads(raw)
     except parsing.TooDeep as exc:
-        raise services.Invalid(str(exc), field="$") from None
+        raise Invalid(str(exc), field="$") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise services.Invalid(f"the document is not valid JSON ({exc})", field="$") from None
+        raise Invalid(f"the document is not valid JSON ({exc})", field="$") from None
     session = services.import_session(user=request.auth.user, document=document, sid=id)  # type: ignore[attr-defined]
     return Status(201, _summary(request, session.sid))
 
@@ -167,9 +167,9 @@ def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
 @router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
 def recall_view(request: HttpRequest, sid: str, body: RecallIn):
     if not body.query.strip():
-        raise services.Invalid("query must not be empty", field="query")
+        raise Invalid("query must not be empty", field="query")
     if body.since is not None and body.until is not None and body.since >= body.until:
-        raise services.Invalid("since must be before until", field="since")
+        raise Invalid("since must be before until", field="since")
     return recall(
         get_session(request, sid),
         query=body.query,
@@ -204,10 +204,10 @@ def reembed(request: HttpRequest, sid: str, body: ReembedIn | None = None):
 @router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS})
 def get_job(request: HttpRequest, job_id: str):
     if not JOB_ID.match(job_id):
-        raise services.NotFound("no job with that id")
+        raise NotFound("no job with that id")
     job = Job.objects.for_user(request.auth.user).select_related("session").filter(pk=job_id).first()  # type: ignore[attr-defined]
     if job is None:
-        raise services.NotFound(f"no job {job_id!r}")
+        raise NotFound(f"no job {job_id!r}")
     return {
         "id": job.id,
         "kind": job.kind,

@@ -9,8 +9,7 @@ import math
 from typing import Any
 
 from .engine.hashing import content_hash
-from .engine.types import KINDS, ROLES, meta_problem, name_problem, parse_moment
-from .schemas import text_problem
+from .engine.types import KINDS, ROLES, meta_problem, name_problem, parse_moment, text_problem
 
 
 class DocumentError(ValueError):

@@ -17,6 +17,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ottoweb.errors import Invalid, NotFound, TooLarge
+
 from . import services
 from .engine import inrun
 from .engine.hashing import content_hash
@@ -80,7 +82,7 @@ def clear_learned_limit(*, user, model: str) -> None:  # type: ignore[no-untyped
     key = check_model(model)
     deleted, _ = LearnedWindow.objects.filter(user=user, model=key).delete()
     if not deleted:
-        raise services.NotFound(f"no learned limit for {key}", field="model")
+        raise NotFound(f"no learned limit for {key}", field="model")
 
 
 _registry_lock = threading.Lock()
@@ -117,7 +119,7 @@ def check_model(model: str, *, field: str = "model") -> str:
     try:
         return inrun.normalize_model(model)
     except ValueError as exc:
-        raise services.Invalid(f"{field}: {exc}", field=field) from None
+        raise Invalid(f"{field}: {exc}", field=field) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +179,7 @@ def fit_run(
     """
     limit = settings.OTTO_MAX_FIT_MESSAGES
     if len(messages) > limit:
-        raise services.TooLarge(
+        raise TooLarge(
             f"the transcript has {len(messages):,} messages; the limit is {limit:,} (OTTO_MAX_FIT_MESSAGES)",
             field="messages",
         )
@@ -187,7 +189,7 @@ def fit_run(
     try:
         inrun.check_transcript(transcript)
     except inrun.TranscriptError as exc:
-        raise services.Invalid(exc.detail, field=exc.field) from None
+        raise Invalid(exc.detail, field=exc.field) from None
     registry = registry or window_registry()
     mine = DjangoLearnedStore(user)
     overflow: inrun.Overflow | None = None

@@ -10,10 +10,10 @@ from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.schemas import RecordOut
+from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
 from . import runs
 from .api import get_session
-from .schemas import ERRORS, CleanIn, StrictIn
 
 router = Router(tags=["runs"])
 

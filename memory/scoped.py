@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from ottoweb.errors import Invalid, NotFound
+
 from . import embedding
 from .engine import keywords
 from .engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
 from .models import ScopedMemory
-from .services import Invalid
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser
@@ -342,7 +343,6 @@ def scopes_of(*, user: AbstractBaseUser) -> list[dict[str, object]]:
 
 def get_note(*, user: AbstractBaseUser, note_id: int) -> ScopedMemory:
     """One of `user`'s notes; NotFound for any other id (another user's included)."""
-    from .services import NotFound
 
     # An id past the database's integer range is no note (not an overflow inside the driver).
     note = ScopedMemory.objects.filter(user=user, pk=note_id).first() if 0 < note_id < 2**63 else None

@@ -12,8 +12,9 @@ from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
+from ottoweb.schemas import ERRORS, CleanIn, StrictIn
+
 from . import scoped
-from .schemas import ERRORS, CleanIn, StrictIn
 
 router = Router(tags=["scoped memory"])
 

@@ -24,6 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from ottoweb.celery import app as celery_app
+from ottoweb.errors import Conflict, Invalid, TooLarge, TooManyJobs
 
 from . import embedding, importing, providers
 from .engine import tokens as tok
@@ -76,48 +77,6 @@ def with_db_retry(what: str, call: Callable[[], T]) -> T:
 
 # \Z, not $: "$" also matches before a trailing newline, which would let "demo\n" through.
 SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
-
-
-class ServiceError(Exception):
-    """A refused request: `status` and `code` go to the client with the message."""
-
-    status = 400
-    code = "bad_request"
-
-    def __init__(self, detail: str, *, field: str | None = None) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.field = field
-
-
-class Invalid(ServiceError):
-    status = 422
-    code = "invalid"
-
-
-class Conflict(ServiceError):
-    status = 409
-    code = "conflict"
-
-
-class NotFound(ServiceError):
-    status = 404
-    code = "not_found"
-
-
-class TooManyJobs(ServiceError):
-    """The user already has OTTO_MAX_QUEUED_JOBS jobs waiting; answered 429 with Retry-After."""
-
-    status = 429
-    code = "too_many_jobs"
-    retry_after = 30
-
-
-class TooLarge(ServiceError):
-    """A request beyond a documented size limit (README "Limits"); nothing is written."""
-
-    status = 413
-    code = "too_large"
 
 
 @dataclass(frozen=True, slots=True)

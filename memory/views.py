@@ -24,6 +24,8 @@ from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
+from ottoweb.errors import Invalid, ServiceError, TooLarge, TooManyJobs
+
 from . import dashboard, runs, scoped, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
 from .models import (
@@ -89,7 +91,7 @@ def import_view(request: HttpRequest) -> HttpResponse:
             session = services.import_session(
                 user=request.user, document=form.cleaned_data["file"], sid=form.cleaned_data["sid"]
             )
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             where = f" (at {exc.field})" if exc.field else ""
             form.add_error("sid" if exc.field == "id" else "file", f"{exc.detail}{where}")
         else:
@@ -249,7 +251,7 @@ def export(request: HttpRequest, sid: str) -> HttpResponse:
     try:
         # The same bytes the API sends: within the import limit, so the file imports back.
         data = services.export_session_json(session)
-    except services.TooLarge as exc:
+    except TooLarge as exc:
         return HttpResponse(exc.detail, status=413, content_type="text/plain; charset=utf-8")
     response = HttpResponse(data, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="ottoweb-{session.sid}.json"'
@@ -262,7 +264,7 @@ def reembed(request: HttpRequest, sid: str) -> HttpResponse:
     session = _session_for(request, sid)
     try:
         job = services.enqueue_reembed(session=session)
-    except services.TooManyJobs as exc:
+    except TooManyJobs as exc:
         response = HttpResponse(exc.detail, status=429, content_type="text/plain")
         response["Retry-After"] = str(exc.retry_after)
         return response
@@ -381,7 +383,7 @@ def notes(request: HttpRequest) -> HttpResponse:
         rows, count = scoped.list_notes(
             user=request.user, limit=NOTES_PER_PAGE, offset=(page_number - 1) * NOTES_PER_PAGE, **arguments
         )
-    except (services.Invalid, ValueError):
+    except (Invalid, ValueError):
         raise Http404("no such scope") from None
     return render(
         request,
@@ -413,7 +415,7 @@ def delete_scope(request: HttpRequest) -> HttpResponse:
         scope, deleted = scoped.delete_scope(
             user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))
         )
-    except services.Invalid:
+    except Invalid:
         raise Http404("no such scope") from None
     messages.success(request, f"Deleted {deleted} note{'s' if deleted != 1 else ''} of {scope.project_key}.")
     return redirect("notes")

@@ -13,8 +13,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from memory.api import router as memory_router
 from memory.auth import TokenAuth
-from memory.services import ServiceError
 
+from .errors import ServiceError
 from .parsing import BoundedParser, TooDeep
 
 log = logging.getLogger(__name__)

@@ -27,7 +27,7 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 
-from memory.services import ServiceError
+from .errors import ServiceError
 
 log = logging.getLogger(__name__)
 

@@ -190,3 +190,18 @@ class TierStore(Protocol):
         kind's generation is no longer `base_generation` (another compaction got there first).
         """
         ...
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text on every supported database, or None when it can.
+
+    PostgreSQL refuses NUL in text, and a lone surrogate (JSON "\\ud800") is no Unicode character:
+    UTF-8 cannot encode it, so it would fail inside the database driver as a 500.
+    """
+    if "\x00" in value:
+        return "must not contain NUL (\\u0000) characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain lone surrogates (\\ud800-\\udfff): they are not Unicode characters"
+    return None

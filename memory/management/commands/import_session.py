@@ -7,7 +7,8 @@ import json
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.services import ServiceError, import_session
+from memory.services import import_session
+from ottoweb.errors import ServiceError
 
 
 class Command(BaseCommand):
