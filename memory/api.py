@@ -16,6 +16,7 @@ from ottoweb.schemas import CleanIn, ErrorOut
 
 from . import services
 from .context import session_context, session_summary
+from .engine.types import SESSION_ID
 from .models import AuditEntry, Item, Job, Session
 from .recall import recall
 from .schemas import (
@@ -48,7 +49,7 @@ ERRORS = {**SHARED_ERRORS, 409: ErrorOut}
 
 def get_session(request: HttpRequest, sid: str) -> Session:
     """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
-    if not services.SESSION_ID.match(sid):
+    if not SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
         raise NotFound("no session with that id")
     session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from ottoweb import parsing
 
-from .services import SESSION_ID
+from .engine.types import SESSION_ID
 
 MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
 KINDS = [("all", "Everything"), ("history", "Conversation"), ("context", "Tool output")]

@@ -11,14 +11,14 @@ from pydantic_core import PydanticCustomError
 
 from ottoweb.schemas import StrictIn
 
-from .engine.types import parse_moment
+from .engine.types import SESSION_ID_CHARS, parse_moment
 
 RoleName = Literal["user", "assistant", "tool", "system"]
 KindName = Literal["history", "context"]
 
 
 class SessionIn(StrictIn):
-    id: str | None = Field(None, min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")
+    id: str | None = Field(None, min_length=1, max_length=128, pattern=rf"^[{SESSION_ID_CHARS}]+$")
     title: str = Field("", max_length=200)
     workspace: str = Field("", max_length=200)
     x_budget: int | None = Field(None, ge=16, le=10_000_000)

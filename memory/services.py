@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import secrets
 import socket
 import time
@@ -33,7 +32,7 @@ from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_em
 from .engine.hashing import content_hash
 from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
-from .engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
+from .engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
 from .models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
 from .store import (
     DjangoTierStore,
@@ -73,10 +72,6 @@ def with_db_retry(what: str, call: Callable[[], T]) -> T:
             connection.close_if_unusable_or_obsolete()
             time.sleep(pause)
     return call()
-
-
-# \Z, not $: "$" also matches before a trailing newline, which would let "demo\n" through.
-SESSION_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
 
 
 @dataclass(frozen=True, slots=True)

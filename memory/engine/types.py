@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,6 +20,11 @@ KINDS: tuple[str, ...] = ("history", "context")
 MAX_NAME_CHARS = 64
 MAX_META_BYTES = 4096
 MAX_META_DEPTH = 16
+
+# A session id: what a URL segment carries without escaping. \Z, not $: "$" also matches before a
+# trailing newline, which would let "demo\n" through.
+SESSION_ID_CHARS = "A-Za-z0-9._:-"
+SESSION_ID = re.compile(rf"^[{SESSION_ID_CHARS}]{{1,128}}\Z")
 
 
 def name_problem(name: str) -> str | None:
