@@ -705,41 +705,33 @@ def run_store_job(*, job_id: str, worker: str) -> None:
 
     Between batches the worker runs every queued compaction, so one user's large fit never holds
     up another user's session for more than a batch. Safe to run twice (`store_context_items`);
-    the payload is deleted when the job is done. A database error is tried again with backoff.
+    the payload is deleted when the job is done.
     """
-    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
-    if job is None:
-        return
-    try:
-        session = _load_session(job)
+
+    def store(job: Job, session: Session) -> None:
         payload = with_db_retry(
-            f"job {job_id}: load",
+            f"job {job.id}: load",
             lambda: JobPayload.objects.filter(job_id=job.id).values_list("items", flat=True).first(),
         )
         items = [NewItem(kind="context", **entry) for entry in payload or []]
-        if session is not None and items:
-            batches = bounded_batches(items)
-            with_db_retry(f"job {job_id}: progress", lambda: _progress(job, 0, len(batches)))
-            for done, batch in enumerate(batches, start=1):
-                with_db_retry(
-                    f"job {job_id}: store", lambda b=batch: store_context_items(session=session, items=b)
-                )
-                with_db_retry(f"job {job_id}: progress", lambda n=done: _progress(job, n))
-                run_due_compactions(worker=worker)
-            try:
-                with_db_retry(f"job {job_id}: vectors", lambda: embed_items(session=session, kind="context"))
-            except EmbeddingUnavailable as exc:
-                log.warning("session %s: vectors not written: %s", session.sid, exc)
+        if not items:
+            return
+        batches = bounded_batches(items)
+        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, 0, len(batches)))
+        for done, batch in enumerate(batches, start=1):
+            with_db_retry(
+                f"job {job.id}: store", lambda b=batch: store_context_items(session=session, items=b)
+            )
+            with_db_retry(f"job {job.id}: progress", lambda n=done: _progress(job, n))
+            run_due_compactions(worker=worker)
+        _write_vectors(job, session, "context")
 
-        def finish() -> None:
-            with transaction.atomic():
-                JobPayload.objects.filter(job_id=job.id).delete()
-                _finish(job, Job.DONE)
+    def finish(job: Job) -> None:
+        with transaction.atomic():
+            JobPayload.objects.filter(job_id=job.id).delete()
+            _finish(job, Job.DONE)
 
-        with_db_retry(f"job {job_id}: finish", finish)
-    except Exception as exc:
-        log.exception("store job %s failed", job_id)
-        _fail(job, exc)
+    _run_job(job_id, worker, store, finish)
 
 
 def run_due_compactions(*, worker: str, limit: int = 100) -> int:
@@ -825,24 +817,54 @@ def _load_session(job: Job) -> Session | None:
     return with_db_retry(f"job {job.id}: load", lambda: Session.objects.filter(pk=job.session_id).first())
 
 
-def run_compaction_job(*, job_id: str, worker: str) -> None:
-    """Compact the job's session while Y is over budget, off the append path; then write vectors.
-
-    Each round plans on a snapshot of Y outside any transaction (the summariser may be slow) and
-    commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
-    twice: a second run finds nothing over budget and only marks the job done. A database error
-    is tried again with backoff (`with_db_retry`); one that persists marks the job failed.
+def _run_job(
+    job_id: str,
+    worker: str,
+    body: Callable[[Job, Session], None],
+    finish: Callable[[Job], None] | None = None,
+) -> None:
+    """The frame every job runs in: claim it (nothing to do when another worker holds it or it is
+    done), load its session, run `body` (not when the session is gone), then `finish` (by default:
+    mark it done). Any error marks the job failed with its reason; a database error is first tried
+    again with backoff, inside `body` as here.
     """
     job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
     if job is None:
         return
     try:
         session = _load_session(job)
-        if session is None:
-            with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
-            return
+        if session is not None:
+            body(job, session)
+        with_db_retry(f"job {job_id}: finish", lambda: (finish or _done)(job))
+    except Exception as exc:
+        log.exception("%s job %s failed", job.kind, job_id)
+        _fail(job, exc)
 
+
+def _done(job: Job) -> None:
+    _finish(job, Job.DONE)
+
+
+def _write_vectors(job: Job, session: Session, kind: str) -> None:
+    """The job's last step: vectors for what it stored; without a model they wait for the sweep."""
+    try:
+        with_db_retry(f"job {job.id}: vectors", lambda: embed_items(session=session, kind=kind))
+    except EmbeddingUnavailable as exc:
+        log.warning("session %s: vectors not written: %s", session.sid, exc)
+
+
+def run_compaction_job(*, job_id: str, worker: str) -> None:
+    """Compact the job's session while Y is over budget, off the append path; then write vectors.
+
+    Each round plans on a snapshot of Y outside any transaction (the summariser may be slow) and
+    commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
+    twice: a second run finds nothing over budget and only marks the job done. `everything` (a
+    manual compact handed to the worker) first moves X into Y and compacts even under budget.
+    """
+
+    def compact(job: Job, session: Session) -> None:
         everything = bool(job.params.get("everything"))
+        rounds = 0
 
         def one_round() -> bool:
             # A fresh queue each try: a round that failed has rolled back, and plans again.
@@ -857,35 +879,23 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
                 queue.commit(plan)
             return True
 
-        rounds = 0
-        while rounds < MAX_ROUNDS and with_db_retry(f"job {job_id}: round", one_round):
+        while rounds < MAX_ROUNDS and with_db_retry(f"job {job.id}: round", one_round):
             rounds += 1
-            with_db_retry(f"job {job_id}: progress", lambda n=rounds: _progress(job, n, n))
-        try:
-            with_db_retry(f"job {job_id}: vectors", lambda: embed_items(session=session, kind="history"))
-        except EmbeddingUnavailable as exc:
-            log.warning("session %s: vectors not written: %s", session.sid, exc)
-        with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
-    except Exception as exc:
-        log.exception("compaction job %s failed", job_id)
-        _fail(job, exc)
+            with_db_retry(f"job {job.id}: progress", lambda n=rounds: _progress(job, n, n))
+        _write_vectors(job, session, "history")
+
+    _run_job(job_id, worker, compact)
 
 
 def run_reembed_job(*, job_id: str, worker: str) -> None:
     """Re-embed the job's session with its model, reporting progress item by item."""
-    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
-    if job is None:
-        return
-    try:
-        session = _load_session(job)
-        if session is None:
-            with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
-            return
-        total = with_db_retry(f"job {job_id}: load", lambda: Item.objects.filter(session=session).count())
-        with_db_retry(f"job {job_id}: progress", lambda: _progress(job, 0, total))
+
+    def reembed(job: Job, session: Session) -> None:
+        total = with_db_retry(f"job {job.id}: load", lambda: Item.objects.filter(session=session).count())
+        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, 0, total))
         # The whole pass again on an error: it restamps and deletes first, so a second try is whole.
         with_db_retry(
-            f"job {job_id}: reembed",
+            f"job {job.id}: reembed",
             lambda: reembed_session(
                 session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n)
             ),
@@ -893,13 +903,11 @@ def run_reembed_job(*, job_id: str, worker: str) -> None:
         # The worker's embed_pending may have written some of the new vectors meanwhile (same
         # model, see _still_stamped): progress counts what the session holds, not what this pass wrote.
         held = with_db_retry(
-            f"job {job_id}: load", lambda: ItemVector.objects.filter(session=session).count()
+            f"job {job.id}: load", lambda: ItemVector.objects.filter(session=session).count()
         )
-        with_db_retry(f"job {job_id}: progress", lambda: _progress(job, held))
-        with_db_retry(f"job {job_id}: finish", lambda: _finish(job, Job.DONE))
-    except Exception as exc:
-        log.exception("reembed job %s failed", job_id)
-        _fail(job, exc)
+        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, held))
+
+    _run_job(job_id, worker, reembed)
 
 
 def requeue_unfinished_jobs() -> int:
