@@ -53,15 +53,22 @@ ERRORS = {
 }
 
 
-def get_session(request: HttpRequest, sid: str) -> Session:
-    """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
+def user_session(user, sid: str) -> Session:  # type: ignore[no-untyped-def]
+    """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
+
+    The REST API and the MCP tools both look sessions up here.
+    """
     if not services.SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
         raise services.NotFound("no session with that id")
-    session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]
+    session = Session.objects.for_user(user).with_totals().filter(sid=sid).first()
     if session is None:
         raise services.NotFound(f"no session {sid!r}")
     return session
+
+
+def get_session(request: HttpRequest, sid: str) -> Session:
+    return user_session(request.auth.user, sid)  # type: ignore[attr-defined]
 
 
 def _summary(request: HttpRequest, sid: str) -> dict:
@@ -129,23 +136,23 @@ def delete_session(request: HttpRequest, sid: str):
     return Status(204, None)
 
 
+def new_items(items: list[ItemIn]) -> list[services.NewItem]:
+    return [
+        services.NewItem(
+            role=i.role,
+            text=i.text,
+            kind=i.kind,
+            protected=i.protected,
+            name=i.name,
+            occurred_at=i.occurred_at,
+            meta=i.meta,
+        )
+        for i in items
+    ]
+
+
 def _append(request: HttpRequest, sid: str, items: list[ItemIn]) -> list[dict]:
-    session = get_session(request, sid)
-    outcomes = services.append_items(
-        session=session,
-        items=[
-            services.NewItem(
-                role=i.role,
-                text=i.text,
-                kind=i.kind,
-                protected=i.protected,
-                name=i.name,
-                occurred_at=i.occurred_at,
-                meta=i.meta,
-            )
-            for i in items
-        ],
-    )
+    outcomes = services.append_items(session=get_session(request, sid), items=new_items(items))
     return [
         {"hash": o.hash, "kind": o.kind, "position": o.position, "compaction": o.compaction} for o in outcomes
     ]
@@ -166,14 +173,14 @@ def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
 
 
-@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
-def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+def checked_recall(session: Session, body: RecallIn) -> dict:
+    """Recall in `session` with the checks a schema cannot make (REST and MCP alike)."""
     if not body.query.strip():
         raise services.Invalid("query must not be empty", field="query")
     if body.since is not None and body.until is not None and body.since >= body.until:
         raise services.Invalid("since must be before until", field="since")
     return recall(
-        get_session(request, sid),
+        session,
         query=body.query,
         kind=body.kind,
         match=body.match,
@@ -182,6 +189,11 @@ def recall_view(request: HttpRequest, sid: str, body: RecallIn):
         since=body.since,
         until=body.until,
     )
+
+
+@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
+def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+    return checked_recall(get_session(request, sid), body)
 
 
 @router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})

@@ -102,6 +102,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "ottoweb.urls"
 WSGI_APPLICATION = "ottoweb.wsgi.application"
+ASGI_APPLICATION = "ottoweb.asgi.application"
 
 TEMPLATES = [
     {
@@ -166,6 +167,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 # The embedded server serves its own static files; behind a proxy, set OTTO_SERVE_STATIC=0.
 SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
+
+# Web server processes `make run` (uvicorn, ottoweb/asgi.py) starts; each serves many requests at once.
+OTTO_WEB_WORKERS = envint("OTTO_WEB_WORKERS", 1)
 
 # Request bodies: a batch of 1,000 items or an import document. Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)

@@ -70,18 +70,17 @@ def terminate(process: subprocess.Popen[Any]) -> None:
 
 
 class WebServer:
-    """`manage.py runserver --noreload` (ours: TCP_NODELAY) on this process's OTTO_DATA_DIR, job mode.
-
-    One process, pid known.
-    """
+    """The production web server `make run` starts (uvicorn serving ottoweb/asgi.py, one process, pid
+    known) on this process's OTTO_DATA_DIR, in job mode."""
 
     def __init__(self, token: str) -> None:
+        from memory.management.commands.serve import web_command
+
         self.token = token
         self.port = free_port()
         self.log = open(Path(settings.DATA_DIR) / "web.log", "ab")
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
-            + [f"127.0.0.1:{self.port}", "--noreload"],
+            web_command(f"127.0.0.1:{self.port}", workers=1),
             cwd=settings.BASE_DIR,
             env=production_env(),
             stdout=self.log,
