@@ -53,26 +53,28 @@ ERRORS = {
 }
 
 
-def user_session(user, sid: str) -> Session:  # type: ignore[no-untyped-def]
+def user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: ignore[no-untyped-def]
     """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
 
-    The REST API and the MCP tools both look sessions up here.
+    The REST API and the MCP tools both look sessions up here. `totals` annotates what
+    `session_summary` reads (three aggregate subqueries): an append or a recall does without them.
     """
     if not services.SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
         raise services.NotFound("no session with that id")
-    session = Session.objects.for_user(user).with_totals().filter(sid=sid).first()
+    rows = Session.objects.for_user(user)
+    session = (rows.with_totals() if totals else rows).filter(sid=sid).first()
     if session is None:
         raise services.NotFound(f"no session {sid!r}")
     return session
 
 
-def get_session(request: HttpRequest, sid: str) -> Session:
-    return user_session(request.auth.user, sid)  # type: ignore[attr-defined]
+def get_session(request: HttpRequest, sid: str, *, totals: bool = False) -> Session:
+    return user_session(request.auth.user, sid, totals=totals)  # type: ignore[attr-defined]
 
 
 def _summary(request: HttpRequest, sid: str) -> dict:
-    return session_summary(get_session(request, sid))
+    return session_summary(get_session(request, sid, totals=True))
 
 
 @router.post("/sessions", response={201: SessionOut, **ERRORS})
@@ -123,7 +125,7 @@ def list_sessions(request: HttpRequest, params: Query[ListParams]):
 
 @router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS})
 def get_session_view(request: HttpRequest, sid: str):
-    session = get_session(request, sid)
+    session = get_session(request, sid, totals=True)
     return {
         **session_summary(session),
         "unembedded": Item.objects.filter(session=session, vector=None).count(),

@@ -2,16 +2,19 @@
 
 One ASGI process: /mcp (and its RFC 9728 metadata) goes to the MCP SDK's app, /static/ to
 Starlette's StaticFiles (ETag, Last-Modified, HEAD, ranges; none of Django's debug machinery), and
-everything else to Django, whose sync views run in a thread each.
+everything else to Django as a WSGI app on a pool of OTTO_WEB_THREADS threads (a2wsgi). Every view
+and middleware of ours is sync: through Django's own ASGI handler a request crossed between the event
+loop and threads three times, and an append cost 8 % more CPU and 10 % more time (docs/mcp.md).
 """
 
 from __future__ import annotations
 
 import os
 
+from a2wsgi import WSGIMiddleware
 from django.apps import apps
 from django.conf import settings
-from django.core.asgi import get_asgi_application
+from django.core.wsgi import get_wsgi_application
 from starlette.exceptions import HTTPException
 from starlette.responses import PlainTextResponse
 from starlette.staticfiles import StaticFiles
@@ -20,7 +23,10 @@ from starlette.types import Receive, Scope, Send
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ottoweb.settings")
 # As in wsgi.py: one onnxruntime thread per query embedding in the web process.
 os.environ.setdefault("OTTO_EMBED_THREADS", "1")
-django_app = get_asgi_application()
+# Django's threads here are a fixed pool: each keeps its SQLite connection instead of opening one
+# per request (settings.py, CONN_MAX_AGE).
+os.environ.setdefault("OTTO_CONN_MAX_AGE", "600")
+django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.OTTO_WEB_THREADS)
 
 from memory.mcp.http import METADATA_PATH, PATH, mcp_app  # noqa: E402 (needs Django set up)
 
