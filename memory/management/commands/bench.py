@@ -492,7 +492,8 @@ class Command(BaseCommand):
                 "append http",
                 out["append_http"],
                 "appends",
-                f"uvicorn (production server), a new connection per request; the worker used "
+                f"{'uvicorn (production server)' if server.kind == 'production' else 'runserver'}, "
+                f"a new connection per request; the worker used "
                 f"{out['append_http']['worker_cpu_s']:.1f} CPU s meanwhile",
             )
             times = [
@@ -540,7 +541,7 @@ class Command(BaseCommand):
                 "recall http",
                 out["recall_http"],
                 "recalls",
-                f"{2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
+                f"{server.kind} server, {2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
                 "(model load for the query embedder; the worker had embedded every turn)",
             )
             rss_one = vm_mb(server.process.pid, "VmRSS")
