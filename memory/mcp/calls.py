@@ -53,6 +53,14 @@ def argument_name(field: str) -> str:
     return _FIELD.sub(lambda m: ARGUMENT_NAMES[m.group(1)], field)
 
 
+class ServiceRefusal(Exception):
+    """A refused call, as the REST API would answer it: its status, code, detail and argument."""
+
+    def __init__(self, status: int, code: str, detail: str, field: str | None = None) -> None:
+        super().__init__(detail)
+        self.status, self.code, self.detail, self.field = status, code, detail, field
+
+
 def parsed(model: type[M], values: dict[str, Any]) -> M:
     """`values` through the REST API's own request schema: the same checks, the same limits."""
     try:
@@ -63,13 +71,7 @@ def parsed(model: type[M], values: dict[str, Any]) -> M:
         message = (
             "unknown argument" if first.get("type") == "extra_forbidden" else first.get("msg", "invalid")
         )
-        raise ServiceRefusal(422, "invalid", f"{message}", argument_name(field)) from None
-
-
-class ServiceRefusal(Exception):
-    def __init__(self, status: int, code: str, detail: str, field: str | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail, self.field = status, code, detail, field
+        raise ServiceRefusal(422, "invalid", message, argument_name(field)) from None
 
 
 def _refusal(exc: ServiceError) -> ServiceRefusal:
