@@ -9,7 +9,7 @@ PORT ?= 8000
 LOGIN_USER ?= admin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: setup migrate run test lint browser-deps test-postgres
+.PHONY: setup migrate run dev test lint browser-deps test-postgres
 
 $(STAMP): requirements.txt requirements-nodeps.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,10 +26,14 @@ migrate: setup
 
 run: migrate
 	$(BIN)/python manage.py check --fail-level ERROR
-	@echo "ottoweb on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/v1/docs)"
+	@echo "ottoweb on http://$(HOST):$(PORT)/  (API docs: http://$(HOST):$(PORT)/api/v1/docs, MCP: http://$(HOST):$(PORT)/mcp)"
 	@$(BIN)/python manage.py login_link $(LOGIN_USER) --base-url http://$(HOST):$(PORT)
 	@echo "  (another one: $(BIN)/python manage.py login_link USERNAME; set a password on the Account page)"
 	$(BIN)/python manage.py serve $(HOST):$(PORT)
+
+# Development only: Django's auto-reloading development server (no /mcp: it speaks WSGI), no worker.
+dev: migrate
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
 
 lint: setup
 	$(BIN)/ruff check .

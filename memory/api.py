@@ -47,19 +47,28 @@ JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
 ERRORS = {**SHARED_ERRORS, 409: ErrorOut}
 
 
-def get_session(request: HttpRequest, sid: str) -> Session:
-    """The caller's session `sid`, or 404: another user's session is indistinguishable from none."""
+def user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: ignore[no-untyped-def]
+    """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
+
+    The REST API and the MCP tools both look sessions up here. `totals` annotates what
+    `session_summary` reads (three aggregate subqueries): an append or a recall does without them.
+    """
     if not SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
         raise NotFound("no session with that id")
-    session = Session.objects.for_user(request.auth.user).with_totals().filter(sid=sid).first()  # type: ignore[attr-defined]
+    rows = Session.objects.for_user(user)
+    session = (rows.with_totals() if totals else rows).filter(sid=sid).first()
     if session is None:
         raise NotFound(f"no session {sid!r}")
     return session
 
 
+def get_session(request: HttpRequest, sid: str, *, totals: bool = False) -> Session:
+    return user_session(request.auth.user, sid, totals=totals)  # type: ignore[attr-defined]
+
+
 def _summary(request: HttpRequest, sid: str) -> dict:
-    return session_summary(get_session(request, sid))
+    return session_summary(get_session(request, sid, totals=True))
 
 
 @router.post("/sessions", response={201: SessionOut, **ERRORS})
@@ -115,7 +124,7 @@ def list_sessions(request: HttpRequest, params: Query[ListParams]):
 
 @router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS})
 def get_session_view(request: HttpRequest, sid: str):
-    session = get_session(request, sid)
+    session = get_session(request, sid, totals=True)
     return {
         **session_summary(session),
         "unembedded": Item.objects.filter(session=session, vector=None).count(),
@@ -128,9 +137,8 @@ def delete_session(request: HttpRequest, sid: str):
     return Status(204, None)
 
 
-def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
-    session = get_session(request, sid)
-    new = [
+def new_items(items: list[ItemIn]) -> list[services.NewItem]:
+    return [
         services.NewItem(
             role=i.role,
             text=i.text,
@@ -142,6 +150,11 @@ def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool 
         )
         for i in items
     ]
+
+
+def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
+    session = get_session(request, sid)
+    new = new_items(items)
     if batch:
         services.check_batch(new)
     outcomes = services.append_items(session=session, items=new)
@@ -165,14 +178,14 @@ def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
 
 
-@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
-def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+def checked_recall(session: Session, body: RecallIn) -> dict:
+    """Recall in `session` with the checks a schema cannot make (REST and MCP alike)."""
     if not body.query.strip():
         raise Invalid("query must not be empty", field="query")
     if body.since is not None and body.until is not None and body.since >= body.until:
         raise Invalid("since must be before until", field="since")
     return recall(
-        get_session(request, sid),
+        session,
         query=body.query,
         kind=body.kind,
         match=body.match,
@@ -181,6 +194,11 @@ def recall_view(request: HttpRequest, sid: str, body: RecallIn):
         since=body.since,
         until=body.until,
     )
+
+
+@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
+def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+    return checked_recall(get_session(request, sid), body)
 
 
 @router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})

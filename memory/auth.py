@@ -22,29 +22,38 @@ log = logging.getLogger(__name__)
 LAST_USED_GRANULARITY = timedelta(minutes=1)
 
 
+def token_owner(token: str) -> ApiToken | None:
+    """The live token `token` names (its user loaded), or None: unknown, revoked, or its user inactive.
+
+    The one check of a bearer token: the REST API, the MCP endpoint and `manage.py mcp` all call it.
+    """
+    if not token or len(token) > 200:
+        return None
+    row = ApiToken.objects.active().select_related("user").filter(digest=ApiToken.digest_of(token)).first()
+    if row is None or not row.user.is_active:
+        return None
+    now = timezone.now()
+    if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
+        try:
+            with _not_waiting():
+                ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
+        except DatabaseError as exc:
+            # Bookkeeping only: a read-only, full or busy database must still answer reads (a
+            # later request records the use).
+            log.warning("token %s: last use not recorded: %s", row.prefix, exc)
+    return row
+
+
 class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
-        if not token or len(token) > 200:
-            return None
-        row = (
-            ApiToken.objects.active().select_related("user").filter(digest=ApiToken.digest_of(token)).first()
-        )
-        if row is None or not row.user.is_active:
+        row = token_owner(token)
+        if row is None:
             # Wrong tokens from one address are throttled; a right token never is (ottoweb/throttle.py).
             keys = throttle.token_keys(request)
             wait = throttle.locked_for(keys) or throttle.record_failure(keys)
             if wait:
                 raise throttle.Throttled(wait)
             return None
-        now = timezone.now()
-        if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
-            try:
-                with _not_waiting():
-                    ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
-            except DatabaseError as exc:
-                # Bookkeeping only: a read-only, full or busy database must still answer reads
-                # (a later request records the use).
-                log.warning("token %s: last use not recorded: %s", row.prefix, exc)
         request.user = row.user
         return row
 

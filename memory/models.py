@@ -373,7 +373,7 @@ class AuditEntry(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
     username = models.CharField(max_length=150, blank=True, default="")
     token_prefix = models.CharField(max_length=12, blank=True, default="")
-    channel = models.CharField(max_length=16)  # "api" or "dashboard"
+    channel = models.CharField(max_length=16)  # "api", "dashboard" or "mcp"
     method = models.CharField(max_length=8)
     path = models.CharField(max_length=500)
     action = models.CharField(max_length=100)

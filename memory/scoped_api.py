@@ -67,16 +67,7 @@ class ScopedRecallOut(Schema):
     degraded: bool | None = None
 
 
-@router.post("/remember", response={200: RememberOut, **ERRORS})
-def scoped_remember(request: HttpRequest, body: RememberIn):
-    done = scoped.remember_note(
-        user=request.auth.user,  # type: ignore[attr-defined]
-        content=body.content,
-        key=body.key,
-        app_name=body.appName,
-        domain=body.domain,
-        conversation_id=body.conversationId,
-    )
+def remembered(done: scoped.Remembered) -> dict[str, object]:
     return {
         "ok": True,
         "mode": done.scope.mode,
@@ -86,17 +77,7 @@ def scoped_remember(request: HttpRequest, body: RememberIn):
     }
 
 
-# exclude_unset: "degraded" appears only when search was unavailable, so a miss never carries it.
-@router.post("/recall", response={200: ScopedRecallOut, **ERRORS}, exclude_unset=True)
-def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
-    found = scoped.recall_notes(
-        user=request.auth.user,  # type: ignore[attr-defined]
-        query=body.query,
-        app_name=body.appName,
-        domain=body.domain,
-        conversation_id=body.conversationId,
-        limit=body.limit,
-    )
+def recalled(found: scoped.Recalled) -> dict[str, object]:
     answer: dict[str, object] = {
         "ok": True,
         "mode": found.scope.mode,
@@ -118,6 +99,35 @@ def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
     if found.degraded:
         answer["degraded"] = True
     return answer
+
+
+@router.post("/remember", response={200: RememberOut, **ERRORS})
+def scoped_remember(request: HttpRequest, body: RememberIn):
+    return remembered(
+        scoped.remember_note(
+            user=request.auth.user,  # type: ignore[attr-defined]
+            content=body.content,
+            key=body.key,
+            app_name=body.appName,
+            domain=body.domain,
+            conversation_id=body.conversationId,
+        )
+    )
+
+
+# exclude_unset: "degraded" appears only when search was unavailable, so a miss never carries it.
+@router.post("/recall", response={200: ScopedRecallOut, **ERRORS}, exclude_unset=True)
+def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
+    return recalled(
+        scoped.recall_notes(
+            user=request.auth.user,  # type: ignore[attr-defined]
+            query=body.query,
+            app_name=body.appName,
+            domain=body.domain,
+            conversation_id=body.conversationId,
+            limit=body.limit,
+        )
+    )
 
 
 # --- notes as first-class objects -------------------------------------------------------------------
@@ -166,7 +176,7 @@ class DeletedScopeOut(Schema):
     deleted: int
 
 
-def _stored(note) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def stored_note(note) -> dict[str, object]:  # type: ignore[no-untyped-def]
     return {
         "id": note.pk,
         "mode": note.mode,
@@ -189,7 +199,7 @@ def list_notes(request: HttpRequest, params: Query[NoteListQuery]):
         limit=params.limit,
         offset=params.offset,
     )
-    return {"items": [_stored(n) for n in rows], "count": count}
+    return {"items": [stored_note(n) for n in rows], "count": count}
 
 
 @router.get("/scopes", response={200: ScopeListOut, **ERRORS})
@@ -211,7 +221,7 @@ def list_scopes(request: HttpRequest):
 
 @router.get("/notes/{note_id}", response={200: StoredNoteOut, **ERRORS})
 def read_note(request: HttpRequest, note_id: int):
-    return _stored(scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
+    return stored_note(scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
 
 
 @router.delete("/notes/{note_id}", response={204: None, **ERRORS})

@@ -19,8 +19,6 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, Sum
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .engine import bm25, retrieval
@@ -119,28 +117,26 @@ class DjangoTierStore:
     def totals(self, kind: str) -> TierTotals:
         if kind in self._totals:
             return self._totals[kind]
-        pending = (
-            ItemRow.objects.of_kind(self.session, kind)
-            .pending()
-            .aggregate(
-                x=Coalesce(Sum("tokens", filter=Q(tier=TIER_X)), 0),
-                y=Coalesce(Sum("tokens", filter=Q(tier=TIER_Y)), 0),
+        # Every append reads these: one plain-SQL round trip of index range sums, where the ORM spent
+        # more time building its three queries than the database spent answering them.
+        pk = self.session.pk
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT "
+                "(SELECT COALESCE(SUM(tokens), 0) FROM memory_item WHERE session_id = %s AND kind = %s AND tier = %s), "
+                "(SELECT COALESCE(SUM(tokens), 0) FROM memory_item WHERE session_id = %s AND kind = %s AND tier = %s), "
+                "(SELECT COALESCE(SUM(tokens), 0) FROM memory_bullet "
+                " WHERE session_id = %s AND kind = %s AND superseded = %s), "
+                "(SELECT COALESCE(SUM(tokens), 0) FROM memory_bullet "
+                " WHERE session_id = %s AND kind = %s AND superseded = %s AND protected = %s), "
+                "(SELECT generation FROM memory_tierstate WHERE session_id = %s AND kind = %s)",
+                [pk, kind, TIER_X, pk, kind, TIER_Y, pk, kind, False] + [pk, kind, False, True, pk, kind],
             )
-        )
-        bullets = (
-            BulletRow.objects.of_kind(self.session, kind)
-            .live()
-            .aggregate(
-                all=Coalesce(Sum("tokens"), 0),
-                protected=Coalesce(Sum("tokens", filter=Q(protected=True)), 0),
-            )
-        )
+            x, y_raw, bullets, protected, generation = cursor.fetchone()
+        if generation is None:
+            generation = self._state(kind).generation
         totals = TierTotals(
-            x=pending["x"],
-            y_raw=pending["y"],
-            bullets=bullets["all"],
-            protected=bullets["protected"],
-            generation=self._state(kind).generation,
+            x=int(x), y_raw=int(y_raw), bullets=int(bullets), protected=int(protected), generation=generation
         )
         if kind in self._locked:
             self._totals[kind] = totals

@@ -30,7 +30,7 @@ ANONYMOUS_LOG_EVERY = 1000
 _counting = threading.Lock()
 
 
-def _count_anonymous(channel: str, status: int) -> None:
+def count_anonymous(channel: str, status: int) -> None:
     with _counting:
         anonymous_refusals[(channel, status)] += 1
         total = sum(anonymous_refusals.values())
@@ -84,15 +84,13 @@ def _created_id(response: HttpResponse) -> str:
 
 
 def record(request: HttpRequest, status: int, response_id: str = "") -> None:
-    from memory.models import AuditEntry
-
     match = request.resolver_match
     kwargs = dict(match.kwargs) if match else {}
     user, prefix = _actor(request)
     if user is None:
         # Only an authenticated actor can change anything, so an anonymous request was refused
         # (or found nothing); it is counted, and there is no one to show a row to.
-        _count_anonymous("api" if request.path.startswith("/api/") else "dashboard", status)
+        count_anonymous("api" if request.path.startswith("/api/") else "dashboard", status)
         return
     route = (match.route if match else "") or request.path
     object_ref = next((f"{key}:{kwargs[key]}" for key in OBJECT_KEYS if key in kwargs), "")
@@ -102,15 +100,43 @@ def record(request: HttpRequest, status: int, response_id: str = "") -> None:
         object_ref = f"id:{response_id}"
         if "/sessions" in request.path:
             session_sid = response_id
-    AuditEntry.objects.create(
+    write_entry(
         user=user,
-        username=getattr(user, "username", ""),
         token_prefix=prefix,
         channel="api" if request.path.startswith("/api/") else "dashboard",
         method=request.method or "",
-        path=request.path[:500],
-        action=_action(request, match.url_name if match else None, route)[:100],
-        object_ref=str(object_ref)[:300],
+        path=request.path,
+        action=_action(request, match.url_name if match else None, route),
+        object_ref=str(object_ref),
+        session_sid=session_sid,
+        status=status,
+    )
+
+
+def write_entry(
+    *,
+    user: object,
+    token_prefix: str,
+    channel: str,
+    method: str,
+    path: str,
+    action: str,
+    object_ref: str,
+    session_sid: str,
+    status: int,
+) -> None:
+    """Append one entry; `status` is HTTP's (an MCP tool call is given the status its REST twin answers)."""
+    from memory.models import AuditEntry
+
+    AuditEntry.objects.create(
+        user=user,
+        username=getattr(user, "username", ""),
+        token_prefix=token_prefix,
+        channel=channel,
+        method=method[:8],
+        path=path[:500],
+        action=action[:100],
+        object_ref=object_ref[:300],
         session_sid=session_sid[:128],
         status=status,
         outcome="ok" if status < 400 else ("refused" if status < 500 else "error"),

@@ -111,6 +111,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "ottoweb.urls"
 WSGI_APPLICATION = "ottoweb.wsgi.application"
+ASGI_APPLICATION = "ottoweb.asgi.application"
 
 TEMPLATES = [
     {
@@ -148,6 +149,10 @@ else:
             # IMMEDIATE takes the write lock when a transaction starts, so two writers queue on
             # busy_timeout instead of one failing with "database is locked" on upgrade.
             "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+            # Seconds a thread keeps its connection. 0 (Django's default) suits servers that start a
+            # thread per request (runserver); the production server's fixed thread pool keeps them
+            # (ottoweb/asgi.py sets 600): opening one costs ≈ 1.5 ms (sqlite-vec, pragmas).
+            "CONN_MAX_AGE": envint("OTTO_CONN_MAX_AGE", 0),
             "TEST": {"NAME": str(DATA_DIR / "test.sqlite3")},
         }
     }
@@ -184,6 +189,11 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
 # The embedded server serves its own static files; behind a proxy, set OTTO_SERVE_STATIC=0.
 SERVE_STATIC = envbool("OTTO_SERVE_STATIC", True)
+
+# Web server processes `make run` (uvicorn, ottoweb/asgi.py) starts, and the threads each runs Django
+# on (the dashboard's polling, API calls and MCP tools' own pool of 40 all at once).
+OTTO_WEB_WORKERS = envint("OTTO_WEB_WORKERS", 1)
+OTTO_WEB_THREADS = envint("OTTO_WEB_THREADS", 16)
 
 # Request bodies (a batch, a /runs/fit transcript). Larger bodies answer 413.
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("OTTO_MAX_BODY_BYTES", 32 * 1024 * 1024)

@@ -86,10 +86,14 @@ class Instance:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start_web(self) -> None:
+    def start_web(self, *, production: bool = False) -> None:
+        """`manage.py runserver`, or with `production` the server `make run` starts (uvicorn, MCP at /mcp)."""
+        from memory.management.commands.serve import web_command
+
         log = open(self.data_dir / "web.log", "ab")
+        command = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"]
         self.web = subprocess.Popen(
-            [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            web_command(f"127.0.0.1:{self.port}", workers=1) if production else command,
             cwd=ROOT,
             env=self.env,
             stdout=log,

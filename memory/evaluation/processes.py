@@ -69,19 +69,29 @@ def terminate(process: subprocess.Popen[Any]) -> None:
             process.wait(timeout=20)
 
 
-class WebServer:
-    """`manage.py runserver --noreload` (ours: TCP_NODELAY) on this process's OTTO_DATA_DIR, job mode.
+# `manage.py bench`'s web server: "production" (what `make run` starts) or "runserver" (Django's
+# development server, ours with TCP_NODELAY), to compare the two on one machine.
+BENCH_SERVERS = ("production", "runserver")
 
-    One process, pid known.
-    """
+
+class WebServer:
+    """The production web server `make run` starts (uvicorn serving ottoweb/asgi.py), or with
+    OTTO_BENCH_SERVER=runserver the development server, on this process's OTTO_DATA_DIR, in job mode.
+    One process, pid known."""
 
     def __init__(self, token: str) -> None:
+        from memory.management.commands.serve import web_command
+
         self.token = token
         self.port = free_port()
+        self.kind = os.environ.get("OTTO_BENCH_SERVER", "production")
+        if self.kind not in BENCH_SERVERS:
+            raise CommandError(f"OTTO_BENCH_SERVER must be one of {', '.join(BENCH_SERVERS)}")
+        runserver = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
+        runserver += [f"127.0.0.1:{self.port}", "--noreload"]
         self.log = open(Path(settings.DATA_DIR) / "web.log", "ab")
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
-            + [f"127.0.0.1:{self.port}", "--noreload"],
+            runserver if self.kind == "runserver" else web_command(f"127.0.0.1:{self.port}", workers=1),
             cwd=settings.BASE_DIR,
             env=production_env(),
             stdout=self.log,

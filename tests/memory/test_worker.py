@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -198,14 +200,26 @@ def test_serve_runs_web_and_worker_and_stops_both_on_ctrl_c(tmp_path):
         instance.request("POST", "/api/v1/sessions", {"id": "w", "x_budget": 60, "y_budget": 200})
         job_id, _ = append_until_compaction(instance)
         job = instance.wait_for_job(job_id)
+        with urllib.request.urlopen(f"{instance.url}/static/vendor/htmx.min.js", timeout=10) as response:
+            static = (response.status, response.headers["Content-Type"], response.headers.get("ETag"))
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(f"{instance.url}/mcp", data=b"{}", method="POST"))
     finally:
         serve.send_signal(signal.SIGINT)
         output = serve.communicate(timeout=60)[0].decode()
 
     assert job["status"] == "done"  # the worker beside the web server ran it
+    assert static[:2] == (200, "text/javascript; charset=utf-8")
+    assert static[2]  # served with validators by the production server, not Django's debug view
+    assert refused.value.code == 401  # MCP is served by the same process
+    assert "development server" not in output
+    assert "Uvicorn running on" in output
     assert serve.returncode == 0
     assert output.rstrip().endswith("stopped")
-    assert subprocess.run(["pgrep", "-f", f"runserver 127.0.0.1:{port}"], capture_output=True).returncode == 1
+    still_running = subprocess.run(
+        ["pgrep", "-f", f"ottoweb.asgi:application --host 127.0.0.1 --port {port}"]
+    )
+    assert still_running.returncode == 1
 
 
 def instance_status(instance: Instance) -> int:

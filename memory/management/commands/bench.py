@@ -5,8 +5,8 @@ print numbers, tests assert behaviour). One labelled line per figure:
 
 - `append engine` / `append service` / `append api` / `append http` / `append http keep-alive`: one
   item per call through the engine alone (`TieredQueue` over `InMemoryStore`), `services.append_items`
-  on SQLite, the API in-process (Django's test client: routing, auth, ninja, no socket), and a real
-  `manage.py runserver` process (ours, TCP_NODELAY on) with a Celery worker beside it, as `make run`
+  on SQLite, the API in-process (Django's test client: routing, auth, ninja, no socket), and the real
+  production web server (uvicorn serving ottoweb/asgi.py) with a Celery worker beside it, as `make run`
   starts them (a fresh connection per request, as curl does; then one reused connection, as an HTTP
   client library does) — p50/p95/max per append and appends/s;
 - (the in-process sections' sessions are deleted before the worker starts: it starts with no backlog)
@@ -630,7 +630,8 @@ class Command(BaseCommand):
                 "append http",
                 out["append_http"],
                 "appends",
-                f"runserver, a new connection per request; the worker used "
+                f"{'uvicorn (production server)' if server.kind == 'production' else 'runserver'}, "
+                f"a new connection per request; the worker used "
                 f"{out['append_http']['worker_cpu_s']:.1f} CPU s meanwhile",
             )
             times = [
@@ -678,7 +679,7 @@ class Command(BaseCommand):
                 "recall http",
                 out["recall_http"],
                 "recalls",
-                f"{2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
+                f"{server.kind} server, {2 * scale.http_appends:,} chunks; the first recall took {first:.1f} s "
                 "(model load for the query embedder; the worker had embedded every turn)",
             )
             rss_one = vm_mb(server.process.pid, "VmRSS")

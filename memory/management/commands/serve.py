@@ -1,7 +1,9 @@
-"""`manage.py serve [ADDR:PORT]`: the web server and a Celery worker, as one command.
+"""`manage.py serve [ADDR:PORT]`: the production web server and a Celery worker, as one command.
 
-Both are child processes; Ctrl-C (or SIGTERM) stops both cleanly, and if either dies the other is
-stopped too, so `make run` never leaves a half-running system behind.
+The web server is uvicorn serving ottoweb/asgi.py: Django, MCP at /mcp and the static files in one
+process (README "Production server"). Both are child processes; Ctrl-C (or SIGTERM) stops both
+cleanly, and if either dies the other is stopped too, so `make run` never leaves a half-running
+system behind.
 """
 
 from __future__ import annotations
@@ -11,7 +13,25 @@ import subprocess
 import sys
 import time
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+
+def web_command(addrport: str, *, workers: int | None = None) -> list[str]:
+    """The production web server's command line (also what `manage.py bench` and the live tests start).
+
+    uvicorn runs Django's sync views a thread each and the MCP endpoint on its event loop; OTTO_WEB_WORKERS
+    processes (default 1) share the port. Graceful shutdown waits at most 10 s for requests in flight.
+    """
+    host, _, port = addrport.rpartition(":")
+    if not host or not port.isdigit():
+        raise CommandError(f"{addrport!r} is not ADDR:PORT")
+    command = [sys.executable, "-m", "uvicorn", "ottoweb.asgi:application", "--host", host.strip("[]")]
+    command += ["--port", port, "--lifespan", "on", "--timeout-graceful-shutdown", "10"]
+    count = workers if workers is not None else settings.OTTO_WEB_WORKERS
+    if count > 1:
+        command += ["--workers", str(count)]
+    return command
 
 
 class Command(BaseCommand):
@@ -23,7 +43,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, addrport: str, no_worker: bool, **options):  # type: ignore[no-untyped-def]
         python = sys.executable
-        children = [subprocess.Popen([python, "manage.py", "runserver", addrport, "--noreload"])]
+        children = [subprocess.Popen(web_command(addrport), cwd=settings.BASE_DIR)]
         if not no_worker:
             children.append(
                 subprocess.Popen(

@@ -1,0 +1,360 @@
+"""A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs.
+
+Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`;
+a server that cannot be reached raises it too, with code "unreachable".
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any, Literal, NamedTuple, cast
+
+from .types import (
+    AppendOut,
+    BatchOut,
+    ContextOut,
+    DeletedScopeOut,
+    JobOut,
+    NoteListOut,
+    NotStoredOut,
+    RecallOut,
+    RecordListOut,
+    RecordOut,
+    RelatedOut,
+    RememberOut,
+    ScopedRecallOut,
+    ScopeListOut,
+    SessionDetailOut,
+    SessionListOut,
+    SessionOut,
+    StoredNoteOut,
+    Turn,
+)
+
+
+class OttowebError(Exception):
+    """A refused or failed call: `code` is the API's machine code, `detail` says what is wrong."""
+
+    def __init__(self, code: str, detail: str, *, status: int = 0, field: str | None = None) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code, self.detail, self.status, self.field = code, detail, status, field
+
+
+class Operation(NamedTuple):
+    """One API operation a client method calls: its request and answer are OpenAPI components."""
+
+    method: str
+    path: str
+    body: str | None = None
+    answer: str | None = None
+    query: tuple[str, ...] = ()
+
+
+SCOPE = ("appName", "domain", "conversationId")
+# Each method's operation; tests/client/test_schema_drift.py holds it against /api/v1/openapi.json.
+OPERATIONS: dict[str, Operation] = {
+    "create_session": Operation("POST", "/sessions", "SessionIn", "SessionOut"),
+    "list_sessions": Operation("GET", "/sessions", None, "SessionListOut", ("q", "limit", "offset")),
+    "get_session": Operation("GET", "/sessions/{sid}", None, "SessionDetailOut"),
+    "delete_session": Operation("DELETE", "/sessions/{sid}"),
+    "import_session": Operation("POST", "/sessions/import", None, "SessionOut", ("id",)),
+    "export_session": Operation("GET", "/sessions/{sid}/export"),
+    "append": Operation("POST", "/sessions/{sid}/items", "ItemIn", "AppendOut"),
+    "append_batch": Operation("POST", "/sessions/{sid}/items/batch", "BatchIn", "BatchOut"),
+    "context": Operation("GET", "/sessions/{sid}/context", None, "ContextOut", ("kind",)),
+    "recall": Operation("POST", "/sessions/{sid}/recall", "RecallIn", "RecallOut"),
+    "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
+    "reembed": Operation("POST", "/sessions/{sid}/reembed", "ReembedIn", "JobRef"),
+    "get_job": Operation("GET", "/jobs/{job_id}", None, "JobOut"),
+    "record_error": Operation("POST", "/lessons/errors", "ErrorIn", "RecordOut"),
+    "list_errors": Operation(
+        "GET", "/lessons/errors", None, "RecordListOut", ("tool", "q", "match", "limit", "offset")
+    ),
+    "update_error": Operation("PATCH", "/lessons/errors/{record_id}", "ActionIn", "RecordOut"),
+    "delete_error": Operation("DELETE", "/lessons/errors/{record_id}"),
+    "related_errors": Operation("POST", "/lessons/related", "RelatedIn", "RelatedOut"),
+    "remember": Operation("POST", "/memory/remember", "RememberIn", "RememberOut"),
+    "recall_notes": Operation("POST", "/memory/recall", "ScopedRecallIn", "ScopedRecallOut"),
+    "list_notes": Operation("GET", "/memory/notes", None, "NoteListOut", (*SCOPE, "limit", "offset")),
+    "delete_scope": Operation("DELETE", "/memory/notes", None, "DeletedScopeOut", SCOPE),
+    "list_scopes": Operation("GET", "/memory/scopes", None, "ScopeListOut"),
+    "get_note": Operation("GET", "/memory/notes/{note_id}", None, "StoredNoteOut"),
+    "delete_note": Operation("DELETE", "/memory/notes/{note_id}"),
+}
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The arguments that were given: an absent optional field is left for the server's default."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _scope(app_name: str | None, domain: str | None, conversation_id: str | None) -> dict[str, Any]:
+    return _given(appName=app_name, domain=domain, conversationId=conversation_id)
+
+
+class Ottoweb:
+    """`Ottoweb("http://127.0.0.1:8000", token="otto_…")`; every method is one API call."""
+
+    def __init__(self, base_url: str, token: str, *, timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/") + "/api/v1"
+        self.token = token
+        self.timeout = timeout
+
+    def _call(
+        self,
+        name: str,
+        body: Any = None,
+        *,
+        query: dict[str, Any] | None = None,
+        **path: Any,
+    ) -> Any:
+        op = OPERATIONS[name]
+        url = self.base_url + op.path.format(
+            **{k: urllib.parse.quote(str(v), safe="") for k, v in path.items()}
+        )
+        if query:
+            url += "?" + urllib.parse.urlencode(_given(**query))
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=op.method)
+        request.add_header("Authorization", f"Bearer {self.token}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                content = response.read()
+        except urllib.error.HTTPError as err:
+            raise _refusal(err.code, err.read()) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise OttowebError("unreachable", f"{self.base_url}: {exc}") from None
+        return json.loads(content) if content else None
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        session_id: str | None = None,
+        *,
+        title: str | None = None,
+        workspace: str | None = None,
+        x_budget: int | None = None,
+        y_budget: int | None = None,
+        protected_share: float | None = None,
+    ) -> SessionOut:
+        body = _given(
+            id=session_id,
+            title=title,
+            workspace=workspace,
+            x_budget=x_budget,
+            y_budget=y_budget,
+            protected_share=protected_share,
+        )
+        return cast(SessionOut, self._call("create_session", body))
+
+    def list_sessions(
+        self, *, q: str | None = None, limit: int | None = None, offset: int | None = None
+    ) -> SessionListOut:
+        return cast(
+            SessionListOut, self._call("list_sessions", query={"q": q, "limit": limit, "offset": offset})
+        )
+
+    def get_session(self, session_id: str) -> SessionDetailOut:
+        return cast(SessionDetailOut, self._call("get_session", sid=session_id))
+
+    def delete_session(self, session_id: str) -> None:
+        self._call("delete_session", sid=session_id)
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        return cast(dict[str, Any], self._call("export_session", sid=session_id))
+
+    def import_session(self, document: dict[str, Any], *, id: str | None = None) -> SessionOut:  # noqa: A002
+        return cast(SessionOut, self._call("import_session", document, query={"id": id}))
+
+    # --- items, context, recall -----------------------------------------------------------------
+
+    def append(
+        self,
+        session_id: str,
+        role: Literal["user", "assistant", "tool", "system"],
+        text: str,
+        *,
+        kind: Literal["history", "context"] | None = None,
+        protected: bool | None = None,
+        name: str | None = None,
+        occurred_at: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> AppendOut:
+        body = _given(
+            role=role,
+            text=text,
+            kind=kind,
+            protected=protected,
+            name=name,
+            occurred_at=occurred_at,
+            meta=meta,
+        )
+        return cast(AppendOut, self._call("append", body, sid=session_id))
+
+    def append_batch(self, session_id: str, items: list[Turn]) -> BatchOut:
+        return cast(BatchOut, self._call("append_batch", {"items": items}, sid=session_id))
+
+    def context(self, session_id: str, *, kind: Literal["history", "context"] | None = None) -> ContextOut:
+        return cast(ContextOut, self._call("context", query={"kind": kind}, sid=session_id))
+
+    def recall(
+        self,
+        session_id: str,
+        query: str,
+        *,
+        kind: Literal["history", "context", "all"] | None = None,
+        match: Literal["semantic", "keyword"] | None = None,
+        policy: Literal["default", "procedural"] | None = None,
+        max_tokens: int | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> RecallOut:
+        body = _given(
+            query=query,
+            kind=kind,
+            match=match,
+            policy=policy,
+            max_tokens=max_tokens,
+            since=since,
+            until=until,
+        )
+        return cast(RecallOut, self._call("recall", body, sid=session_id))
+
+    def memory_action(
+        self,
+        session_id: str,
+        action: Literal["compact", "summary", "reset"],
+        *,
+        mode: Literal["summary", "all"] | None = None,
+    ) -> dict[str, Any]:
+        """compact → {"removed"}, summary → {"count"}, reset (mode summary|all) → {"reset"}."""
+        return cast(
+            dict[str, Any], self._call("memory_action", _given(action=action, mode=mode), sid=session_id)
+        )
+
+    def compact(self, session_id: str) -> int:
+        """Compact now; how many raw items left the view."""
+        return int(self.memory_action(session_id, "compact")["removed"])
+
+    # --- jobs -----------------------------------------------------------------------------------
+
+    def reembed(self, session_id: str, *, model: str | None = None) -> str:
+        """Queue a re-embedding of the session; its job id."""
+        return str(self._call("reembed", _given(model=model), sid=session_id)["job_id"])
+
+    def get_job(self, job_id: str) -> JobOut:
+        return cast(JobOut, self._call("get_job", job_id=job_id))
+
+    # --- lessons --------------------------------------------------------------------------------
+
+    def record_error(
+        self,
+        tool: str,
+        error: str,
+        action: str,
+        *,
+        outcome: Literal["resolved", "failed", "abandoned"] = "resolved",
+        context: str | None = None,
+    ) -> RecordOut | NotStoredOut:
+        body = _given(tool=tool, error=error, action=action, outcome=outcome, context=context)
+        return cast("RecordOut | NotStoredOut", self._call("record_error", body))
+
+    def list_errors(
+        self,
+        *,
+        tool: str | None = None,
+        q: str | None = None,
+        match: Literal["semantic", "keyword"] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> RecordListOut:
+        query = {"tool": tool, "q": q, "match": match, "limit": limit, "offset": offset}
+        return cast(RecordListOut, self._call("list_errors", query=query))
+
+    def update_error(self, record_id: int, action: str) -> RecordOut:
+        return cast(RecordOut, self._call("update_error", {"action": action}, record_id=record_id))
+
+    def delete_error(self, record_id: int) -> None:
+        self._call("delete_error", record_id=record_id)
+
+    def related_errors(
+        self,
+        tool: str,
+        error: str,
+        *,
+        limit: int | None = None,
+        match: Literal["semantic", "keyword"] | None = None,
+    ) -> RelatedOut:
+        return cast(
+            RelatedOut, self._call("related_errors", _given(tool=tool, error=error, limit=limit, match=match))
+        )
+
+    # --- notes (scoped memory) ------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        key: str | None = None,
+        app_name: str | None = None,
+        domain: str | None = None,
+        conversation_id: str | None = None,
+    ) -> RememberOut:
+        body = {"content": content, **_given(key=key), **_scope(app_name, domain, conversation_id)}
+        return cast(RememberOut, self._call("remember", body))
+
+    def recall_notes(
+        self,
+        query: str,
+        *,
+        app_name: str | None = None,
+        domain: str | None = None,
+        conversation_id: str | None = None,
+        limit: int | None = None,
+    ) -> ScopedRecallOut:
+        body = {"query": query, **_given(limit=limit), **_scope(app_name, domain, conversation_id)}
+        return cast(ScopedRecallOut, self._call("recall_notes", body))
+
+    def list_notes(
+        self,
+        *,
+        app_name: str | None = None,
+        domain: str | None = None,
+        conversation_id: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> NoteListOut:
+        query = {**_scope(app_name, domain, conversation_id), "limit": limit, "offset": offset}
+        return cast(NoteListOut, self._call("list_notes", query=query))
+
+    def delete_scope(
+        self, *, app_name: str | None = None, domain: str | None = None, conversation_id: str | None = None
+    ) -> DeletedScopeOut:
+        return cast(
+            DeletedScopeOut, self._call("delete_scope", query=_scope(app_name, domain, conversation_id))
+        )
+
+    def list_scopes(self) -> ScopeListOut:
+        return cast(ScopeListOut, self._call("list_scopes"))
+
+    def get_note(self, note_id: int) -> StoredNoteOut:
+        return cast(StoredNoteOut, self._call("get_note", note_id=note_id))
+
+    def delete_note(self, note_id: int) -> None:
+        self._call("delete_note", note_id=note_id)
+
+
+def _refusal(status: int, raw: bytes) -> OttowebError:
+    try:
+        answer = json.loads(raw)
+        return OttowebError(answer["code"], answer["detail"], status=status, field=answer.get("field"))
+    except (ValueError, KeyError, TypeError):
+        text = raw.decode("utf-8", "replace")[:500]
+        return OttowebError("http_error", f"HTTP {status}: {text}", status=status)

@@ -1,0 +1,248 @@
+"""The API's answers, one TypedDict per OpenAPI component of the same name (/api/v1/openapi.json).
+
+tests/client/test_schema_drift.py fails when a field is added, removed or changes required-ness on
+either side. Times are ISO 8601 strings, as they arrive.
+"""
+
+# No `from __future__ import annotations` here: Python 3.11's TypedDict reads NotRequired only from
+# evaluated annotations, and the drift test reads which keys are required.
+from typing import Any, Literal, NotRequired, TypedDict
+
+Kind = Literal["history", "context"]
+Match = Literal["semantic", "keyword"]
+Mode = Literal["app", "conversation"]
+
+
+class TokensOut(TypedDict):
+    x: int
+    y_raw: int
+    bullets: int
+
+
+class SessionOut(TypedDict):
+    id: str
+    title: str
+    workspace: str
+    created_at: str
+    updated_at: str
+    turns: int
+    x_budget: int
+    y_budget: int
+    generation: int
+    tokens: TokensOut
+    embedding_model: str
+    protected_share: float
+
+
+class SessionDetailOut(SessionOut):
+    unembedded: int
+
+
+class SessionListOut(TypedDict):
+    items: list[SessionOut]
+    count: int
+
+
+class CompactionRef(TypedDict):
+    job_id: str
+
+
+class AppendOut(TypedDict):
+    hash: str
+    kind: Kind
+    position: int
+    compaction: NotRequired[CompactionRef | None]
+
+
+class BatchOut(TypedDict):
+    items: list[AppendOut]
+
+
+class TurnOut(TypedDict):
+    hash: str
+    role: str
+    name: str
+    occurred_at: str
+    meta: dict[str, Any]
+    text: str
+    position: int
+
+
+class BulletOut(TypedDict):
+    id: int
+    text: str
+    hash_refs: list[str]
+    generation: int
+    protected: bool
+    quote: NotRequired[bool]
+
+
+class ContextTokens(TypedDict):
+    bullets: int
+    y_raw: int
+    x: int
+    total: int
+    protected: int
+    held_back: int
+
+
+class Budgets(TypedDict):
+    x: int
+    y: int
+
+
+class ContextOut(TypedDict):
+    kind: Kind
+    bullets: list[BulletOut]
+    y_raw: list[TurnOut]
+    x: list[TurnOut]
+    tokens: ContextTokens
+    held_back: int
+    budgets: Budgets
+    over_budget: bool
+    text: str
+
+
+class RecallTurn(TypedDict):
+    hash: str
+    role: str
+    name: str
+    occurred_at: str
+    meta: dict[str, Any]
+    text: str
+    position: int
+    hit: bool
+    truncated: NotRequired[bool]
+
+
+class PassageOut(TypedDict):
+    score: float
+    turns: list[RecallTurn]
+
+
+class RecallResults(TypedDict):
+    history: list[PassageOut]
+    context: list[PassageOut]
+
+
+class RecallOut(TypedDict):
+    query: str
+    match: str
+    results: RecallResults
+    bullets: list[BulletOut]
+    tokens: int
+    degraded: str | None
+
+
+class JobRef(TypedDict):
+    job_id: str
+
+
+class JobOut(TypedDict):
+    id: str
+    kind: str
+    status: str
+    progress: int
+    total: int
+    error: str
+    session: str | None
+
+
+class RecordOut(TypedDict):
+    id: int
+    tool: str
+    error: str
+    action: str
+    context: str
+    created_at: str
+    updated_at: str
+    expires_at: str
+    hits: int
+
+
+class NotStoredOut(TypedDict):
+    stored: bool
+    reason: str
+
+
+class RecordListOut(TypedDict):
+    items: list[RecordOut]
+    count: int
+    match: Match
+    degraded: NotRequired[str | None]
+
+
+class RelatedOut(TypedDict):
+    related_errors: list[RecordOut]
+    match: Match
+    degraded: NotRequired[str | None]
+
+
+class RememberOut(TypedDict):
+    ok: bool
+    mode: Mode
+    projectKey: str  # noqa: N815 (the API's field names)
+    id: int
+    upserted: bool
+
+
+class NoteOut(TypedDict):
+    id: int
+    key: str | None
+    content: str
+    score: float | None
+    updated_at: str
+
+
+class ScopedRecallOut(TypedDict):
+    ok: bool
+    mode: Mode
+    projectKey: str  # noqa: N815
+    returned: int
+    items: list[NoteOut]
+    note: NotRequired[str | None]
+    degraded: NotRequired[bool | None]
+
+
+class StoredNoteOut(TypedDict):
+    id: int
+    mode: Mode
+    projectKey: str  # noqa: N815
+    key: str | None
+    content: str
+    created_at: str
+    updated_at: str
+
+
+class NoteListOut(TypedDict):
+    items: list[StoredNoteOut]
+    count: int
+
+
+class ScopeOut(TypedDict):
+    mode: Mode
+    projectKey: str  # noqa: N815
+    notes: int
+    updated_at: str
+
+
+class ScopeListOut(TypedDict):
+    items: list[ScopeOut]
+
+
+class DeletedScopeOut(TypedDict):
+    mode: Mode
+    projectKey: str  # noqa: N815
+    deleted: int
+
+
+class Turn(TypedDict):
+    """One item to append (the API's ItemIn): role and text, the rest optional."""
+
+    role: Literal["user", "assistant", "tool", "system"]
+    text: str
+    kind: NotRequired[Kind]
+    protected: NotRequired[bool | None]
+    name: NotRequired[str]
+    occurred_at: NotRequired[str | None]
+    meta: NotRequired[dict[str, Any] | None]

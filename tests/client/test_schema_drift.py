@@ -1,0 +1,116 @@
+"""ottoweb_client against the OpenAPI document: any drift between the two fails here.
+
+Checked: every client method's operation exists with the same request and answer components and
+query parameters; every sessions, lessons and scoped-memory operation has a client method; every
+answer TypedDict has exactly its component's fields, required where the component requires them; and
+every method's arguments are exactly its operation's body fields or query parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+
+import pytest
+
+import ottoweb_client.types as types
+from ottoweb.api import api
+from ottoweb_client import OPERATIONS, Ottoweb
+
+PREFIX = "/api/v1"
+COVERED_TAGS = {"sessions", "lessons", "scoped memory"}
+# A method argument the API spells otherwise; path arguments are not body or query fields.
+SPELLING = {"app_name": "appName", "conversation_id": "conversationId"}
+PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id"}
+
+
+@pytest.fixture(scope="module")
+def schema() -> dict:
+    return api.get_openapi_schema()
+
+
+def ref(node: dict | None) -> str | None:
+    if not node:
+        return None
+    for option in node.get("anyOf", [node]):
+        if "$ref" in option:
+            return option["$ref"].rsplit("/", 1)[-1]
+    return None
+
+
+def operation(schema: dict, method: str, path: str) -> dict:
+    return schema["paths"][PREFIX + path][method.lower()]
+
+
+def test_client_operations_exist_with_the_same_components_and_query(schema):
+    for name, op in OPERATIONS.items():
+        found = operation(schema, op.method, op.path)
+        body = found.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+        answers = {
+            ref(r.get("content", {}).get("application/json", {}).get("schema"))
+            for status, r in found["responses"].items()
+            if str(status).startswith("2")
+        }
+        query = tuple(p["name"] for p in found.get("parameters", []) if p["in"] == "query")
+        assert ref(body) == op.body, name
+        assert op.answer in answers, (name, answers)
+        assert op.query == query, name
+
+
+def test_every_memory_lessons_and_notes_operation_has_a_client_method(schema):
+    served = {
+        (method.upper(), path.removeprefix(PREFIX))
+        for path, methods in schema["paths"].items()
+        for method, found in methods.items()
+        if COVERED_TAGS & set(found.get("tags", []))
+    }
+
+    assert served == {(op.method, op.path) for op in OPERATIONS.values()}
+
+
+def answer_types() -> list[str]:
+    return sorted({op.answer for op in OPERATIONS.values() if op.answer} | {"RecordOut", "NotStoredOut"})
+
+
+def nested(component: str, schema: dict) -> set[str]:
+    """Every component reachable from `component` (the TypedDicts its fields name)."""
+    seen, todo = set(), [component]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for prop in schema["components"]["schemas"][name].get("properties", {}).values():
+            inner = prop.get("items", prop)
+            for option in inner.get("anyOf", [inner]):
+                if "$ref" in option:
+                    todo.append(option["$ref"].rsplit("/", 1)[-1])
+                elif "$ref" in option.get("items", {}):
+                    todo.append(option["items"]["$ref"].rsplit("/", 1)[-1])
+    return seen
+
+
+def test_every_answer_typeddict_has_exactly_its_components_fields(schema):
+    components = set().union(*(nested(name, schema) for name in answer_types()))
+    for name in sorted(components):
+        component = schema["components"]["schemas"][name]
+        typed = getattr(types, name)
+        hints = typing.get_type_hints(typed)
+
+        assert set(hints) == set(component.get("properties", {})), name
+        assert set(typed.__required_keys__) == set(component.get("required", [])), name
+
+
+def test_every_method_takes_exactly_its_operations_fields(schema):
+    for name, op in OPERATIONS.items():
+        parameters = [p for p in inspect.signature(getattr(Ottoweb, name)).parameters if p != "self"]
+        arguments = {SPELLING.get(p, p) for p in parameters if p not in PATH_ARGUMENTS}
+        if name == "create_session":
+            arguments.add("id")  # the new session's id goes in the body
+        elif name == "import_session":
+            arguments.remove("document")  # the whole body, a session document
+        if op.body:
+            fields = set(schema["components"]["schemas"][op.body]["properties"])
+            assert arguments == fields, (name, arguments ^ fields)
+        else:
+            assert arguments == set(op.query), (name, arguments ^ set(op.query))

@@ -1,0 +1,344 @@
+"""The MCP server, driven by the real `mcp` client SDK against a live production server process:
+streamable HTTP at /mcp and `manage.py mcp` over stdio.
+
+The server runs with OTTO_COMPACTION=inline (the test run's default) and no worker: the one
+compaction these tests need is the `compact` tool's, which runs in the call either way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.live import ROOT, Instance
+
+pytestmark = pytest.mark.slow
+
+TOOLS = {
+    "append_turns",
+    "get_context",
+    "recall",
+    "list_sessions",
+    "compact",
+    "reset_session",
+    "remember",
+    "recall_notes",
+    "list_notes",
+    "forget_note",
+    "record_error",
+    "find_related_errors",
+    "whoami",
+}
+FACT = "My locker at the climbing gym is number 4417, next to the chalk bucket."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    instance = Instance(tmp_path_factory.mktemp("mcp"), OTTO_COMPACTION="inline")
+    instance.bob_token = instance.manage("create_token", "bob").strip()  # type: ignore[attr-defined]
+    instance.start_web(production=True)
+    yield instance
+    instance.close()
+
+
+def over_http(server: Instance, token: str) -> Client:
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return Client(streamable_http_client(f"{server.url}/mcp", http_client=http))
+
+
+def over_stdio(server: Instance, token: str) -> Client:
+    env = {**server.env, "OTTO_TOKEN": token}
+    return Client(
+        StdioServerParameters(command=sys.executable, args=["manage.py", "mcp"], cwd=str(ROOT), env=env)
+    )
+
+
+TRANSPORTS = {"http": over_http, "stdio": over_stdio}
+
+
+def drive(client: Client, scenario: Callable[[Client], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        async with client:
+            return await scenario(client)
+
+    return anyio.run(main)
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments or {})
+    assert not result.is_error, result.content
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.structured_content
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+def turns(count: int) -> list[dict[str, str]]:
+    said = []
+    for n in range(count):
+        if n == 2:
+            said.append({"role": "user", "text": FACT, "name": "ada"})
+        elif n % 2:
+            said.append(
+                {"role": "assistant", "text": f"Noted point {n}: the route grade is 6a and the wall is dry."}
+            )
+        else:
+            said.append(
+                {"role": "user", "text": f"Point {n}: we talked about rope length and belay checks again."}
+            )
+    return said
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_mcp_tools_append_compact_recall_notes_and_lessons(server, transport):
+    sid = f"climb-{transport}"
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        listed = await client.list_tools()
+        appended = await call(client, "append_turns", {"session": sid, "turns": turns(300)})
+        compacted = await call(client, "compact", {"session": sid})
+        context = await call(client, "get_context", {"session": sid})
+        found = await call(
+            client, "recall", {"session": sid, "query": "Which locker number at the climbing gym?"}
+        )
+        note = await call(
+            client,
+            "remember",
+            {
+                "content": "Ada prefers morning sessions.",
+                "key": "schedule",
+                "app_name": "coach",
+                "domain": "gym.example",
+            },
+        )
+        notes = await call(
+            client,
+            "recall_notes",
+            {"query": "when does Ada like to train", "app_name": "coach", "domain": "gym.example"},
+        )
+        error = f"ECONNRESET while uploading route photo ({transport})"
+        recorded = await call(
+            client,
+            "record_error",
+            {"tool": "photo.upload", "error": error, "action": "retry with a smaller chunk size (1 MB)"},
+        )
+        related = await call(
+            client, "find_related_errors", {"tool": "photo.upload", "error": "ECONNRESET during photo upload"}
+        )
+        return {
+            "tools": {t.name: t for t in listed.tools},
+            "appended": appended,
+            "compacted": compacted,
+            "context": context,
+            "found": found,
+            "note": note,
+            "notes": notes,
+            "recorded": recorded,
+            "related": related,
+        }
+
+    got = drive(TRANSPORTS[transport](server, server.token), scenario)
+
+    assert set(got["tools"]) == TOOLS
+    assert all(t.description and len(t.description) > 40 for t in got["tools"].values())
+    destructive = {
+        name for name, t in got["tools"].items() if t.annotations and t.annotations.destructive_hint
+    }
+    assert destructive == {"forget_note", "reset_session"}
+    assert got["appended"]["appended"] == 300
+    assert got["appended"]["positions"] == [0, 299]
+    assert got["compacted"]["removed"] > 0
+    assert FACT not in got["context"]["text"].split("\n")
+    hits = [t for p in got["found"]["results"]["history"] for t in p["turns"] if t["hit"]]
+    assert hits[0]["text"] == FACT
+    assert hits[0]["position"] == 2
+    assert got["note"]["mode"] == "app"
+    assert got["note"]["projectKey"] == "app:coach@gym.example"
+    assert [n["content"] for n in got["notes"]["items"]] == ["Ada prefers morning sessions."]
+    assert got["recorded"]["stored"] is True
+    assert got["recorded"]["record"]["id"] in [r["id"] for r in got["related"]["related_errors"]]
+    actions = {row[0] for row in server.read("SELECT action FROM memory_auditentry WHERE channel = 'mcp'")}
+    assert {"mcp append_turns", "mcp compact", "mcp recall", "mcp remember", "mcp record_error"} <= actions
+
+
+def test_mcp_bad_arguments_are_tool_errors_naming_the_argument_and_are_audited(server):
+    async def scenario(client: Client) -> list[str]:
+        return [
+            await refused(
+                client, "append_turns", {"session": "bad args", "turns": [{"role": "user", "text": "x"}]}
+            ),
+            await refused(
+                client, "append_turns", {"session": "ok", "turns": [{"role": "user", "text": "  "}]}
+            ),
+            await refused(
+                client, "append_turns", {"session": "ok", "turns": [{"role": "robot", "text": "x"}]}
+            ),
+            await refused(client, "recall", {"session": "nobody", "query": "x"}),
+            await refused(client, "remember", {"content": "x", "app_name": "a"}),
+            await refused(client, "remember", {"content": "x\u0000y", "conversation_id": "c"}),
+            await refused(client, "record_error", {"tool": "", "error": "e", "action": "a"}),
+        ]
+
+    messages = drive(over_http(server, server.token), scenario)
+
+    assert "session: session id must be 1-128 characters" in messages[0]
+    assert "text must not be empty" in messages[1]
+    assert "turns.0.role" in messages[2]
+    assert "no session 'nobody'" in messages[3] and "not_found" in messages[3]
+    assert "domain: app scope needs both app_name and domain; domain is missing" in messages[4]
+    assert "content" in messages[5] and "NUL" in messages[5]
+    assert "tool" in messages[6]
+    rows = server.read(
+        "SELECT action, status, outcome FROM memory_auditentry WHERE channel = 'mcp' AND status >= 400"
+    )
+    assert ("mcp append_turns", 422, "refused") in rows
+    assert ("mcp recall", 404, "refused") in rows
+
+
+def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
+    """Every tool, called with bob's token on what alice stored (a matrix over TOOLS)."""
+
+    async def alice_stores(client: Client) -> dict[str, Any]:
+        await call(
+            client,
+            "append_turns",
+            {"session": "alice-private", "turns": [{"role": "user", "text": "alice's secret plan"}]},
+        )
+        note = await call(
+            client, "remember", {"content": "alice's secret note", "key": "k", "conversation_id": "c-alice"}
+        )
+        await call(
+            client, "record_error", {"tool": "alice.tool", "error": "alice failure", "action": "alice fix"}
+        )
+        return note
+
+    async def bob_tries(client: Client) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for tool in ("get_context", "recall", "compact", "reset_session"):
+            arguments = {"session": "alice-private", "query": "secret plan", "mode": "all"}
+            wanted = {"get_context": ["session"], "recall": ["session", "query"], "compact": ["session"]}
+            picked = {k: arguments[k] for k in wanted.get(tool, ["session", "mode"])}
+            seen[tool] = await refused(client, tool, picked)
+        seen["list_sessions"] = await call(client, "list_sessions", {"q": "alice"})
+        seen["recall_notes"] = await call(
+            client, "recall_notes", {"query": "secret note", "conversation_id": "c-alice"}
+        )
+        seen["list_notes"] = await call(client, "list_notes")
+        seen["forget_note"] = await refused(client, "forget_note", {"note_id": note["id"]})
+        seen["find_related_errors"] = await call(
+            client, "find_related_errors", {"tool": "alice.tool", "error": "alice failure"}
+        )
+        seen["whoami"] = await call(client, "whoami")
+        # Writes with alice's names land in bob's own memory.
+        seen["append_turns"] = await call(
+            client,
+            "append_turns",
+            {"session": "alice-private", "turns": [{"role": "user", "text": "bob was here"}]},
+        )
+        seen["remember"] = await call(
+            client, "remember", {"content": "bob's note", "key": "k", "conversation_id": "c-alice"}
+        )
+        seen["record_error"] = await call(
+            client, "record_error", {"tool": "alice.tool", "error": "alice failure", "action": "bob's fix"}
+        )
+        return seen
+
+    async def alice_checks(client: Client) -> dict[str, Any]:
+        return {
+            "context": await call(client, "get_context", {"session": "alice-private"}),
+            "notes": await call(client, "recall_notes", {"query": "", "conversation_id": "c-alice"}),
+            "related": await call(
+                client, "find_related_errors", {"tool": "alice.tool", "error": "alice failure"}
+            ),
+        }
+
+    note = drive(over_http(server, server.token), alice_stores)
+    seen = drive(over_http(server, server.bob_token), bob_tries)
+    after = drive(over_stdio(server, server.token), alice_checks)
+
+    assert set(seen) == TOOLS
+    for tool in ("get_context", "recall", "compact", "reset_session", "forget_note"):
+        assert "not_found" in seen[tool], (tool, seen[tool])
+    assert seen["list_sessions"]["count"] == 0
+    assert seen["recall_notes"]["returned"] == 0
+    assert seen["list_notes"]["count"] == 0
+    assert seen["find_related_errors"]["related_errors"] == []
+    assert seen["whoami"]["user"] == "bob"
+    assert seen["append_turns"]["created"] is True
+    assert seen["remember"]["upserted"] is False
+    assert after["context"]["text"] == "user: alice's secret plan"
+    assert [n["content"] for n in after["notes"]["items"]] == ["alice's secret note"]
+    assert [r["action"] for r in after["related"]["related_errors"]] == ["alice fix"]
+
+
+def post_mcp(server: Instance, token: str | None) -> tuple[int, dict[str, str], dict[str, Any]]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    request = urllib.request.Request(f"{server.url}/mcp", data=json.dumps(body).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    request.add_header("Accept", "application/json, text/event-stream")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return (
+                response.status,
+                {k.lower(): v for k, v in response.headers.items()},
+                json.loads(response.read()),
+            )
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, json.loads(err.read())
+
+
+def test_mcp_without_a_live_token_answers_401_with_the_discovery_header(server):
+    revoked = server.manage("create_token", "carol").strip()
+    server.manage(
+        "shell",
+        "-c",
+        f"from memory.models import ApiToken; from memory import services; "
+        f"services.revoke_token(token=ApiToken.objects.get(digest=ApiToken.digest_of({revoked!r})))",
+    )
+
+    answers = {
+        name: post_mcp(server, token)
+        for name, token in {"none": None, "bogus": "otto_nope", "revoked": revoked}.items()
+    }
+    with urllib.request.urlopen(
+        f"{server.url}/.well-known/oauth-protected-resource/mcp", timeout=30
+    ) as response:
+        metadata = json.loads(response.read())
+
+    metadata_url = f"{server.url}/.well-known/oauth-protected-resource/mcp"
+    for name, (status, headers, body) in answers.items():
+        assert status == 401, name
+        assert body == {
+            "detail": "missing or invalid bearer token (Authorization: Bearer <token>)",
+            "code": "unauthorized",
+        }
+        assert headers["www-authenticate"].startswith(
+            f'Bearer realm="ottoweb", resource_metadata="{metadata_url}"'
+        )
+    assert 'error="invalid_token"' in answers["revoked"][1]["www-authenticate"]
+    assert metadata["resource"] == f"{server.url}/mcp"
+    assert metadata["bearer_methods_supported"] == ["header"]
+
+
+def test_mcp_stdio_refuses_to_start_without_a_live_token(server):
+    server.env.pop("OTTO_TOKEN", None)
+
+    with pytest.raises(RuntimeError, match="set OTTO_TOKEN"):
+        server.manage("mcp")
