@@ -134,8 +134,17 @@ class WebServer:
         conn = (
             self.kept if keep_alive else http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
         )
+        payload = json.dumps(body) if body is not None else None
         try:
-            conn.request(method, path, body=json.dumps(body) if body is not None else None, headers=headers)
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                if not keep_alive:
+                    raise
+                # The server closed the idle kept connection before this request reached it: the
+                # request was not read, so it is sent again on a new connection.
+                conn.close()
+                conn.request(method, path, body=payload, headers=headers)
             response = conn.getresponse()
             raw = response.read()
         except TimeoutError:

@@ -12,6 +12,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -72,7 +73,10 @@ def drive(client: Client, scenario: Callable[[Client], Awaitable[Any]]) -> Any:
         async with client:
             return await scenario(client)
 
-    return anyio.run(main)
+    # On a thread of its own: a test before this one may leave an event loop running on the main
+    # thread (Playwright's sync API does), and a loop cannot start inside a running one.
+    with ThreadPoolExecutor(max_workers=1) as runner:
+        return runner.submit(anyio.run, main).result()
 
 
 async def call(client: Client, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -24,10 +24,15 @@ def web_command(addrport: str, *, workers: int | None = None) -> list[str]:
     processes (default 1) share the port. Graceful shutdown waits at most 10 s for requests in flight.
     """
     host, _, port = addrport.rpartition(":")
+    if not host and port.isdigit():
+        host = "127.0.0.1"  # a port alone listens on loopback only, as runserver's does
     if not host or not port.isdigit():
-        raise CommandError(f"{addrport!r} is not ADDR:PORT")
+        raise CommandError(f"{addrport!r} is not ADDR:PORT or PORT")
     command = [sys.executable, "-m", "uvicorn", "ottoweb.asgi:application", "--host", host.strip("[]")]
     command += ["--port", port, "--lifespan", "on", "--timeout-graceful-shutdown", "10"]
+    # uvicorn closes an idle kept-alive connection after 5 s; a client (or proxy) that pauses between
+    # requests longer would find it gone. 75 s outlasts the usual 60 s of proxies and client pools.
+    command += ["--timeout-keep-alive", "75"]
     count = workers if workers is not None else settings.OTTO_WEB_WORKERS
     if count > 1:
         command += ["--workers", str(count)]
