@@ -49,8 +49,7 @@ class TokenAuth(HttpBearer):
         row = token_owner(token)
         if row is None:
             # Wrong tokens from one address are throttled; a right token never is (ottoweb/throttle.py).
-            keys = throttle.token_keys(request)
-            wait = throttle.locked_for(keys) or throttle.record_failure(keys)
+            wait = throttle.refuse_token(throttle.token_keys(request))
             if wait:
                 raise throttle.Throttled(wait)
             return None

@@ -57,11 +57,14 @@ def client_address(request: HttpRequest) -> str:
     (OTTO_CLIENT_ADDRESS_HEADER, e.g. X-Forwarded-For: the one the proxy appended, which a client
     cannot forge)."""
     header = settings.OTTO_CLIENT_ADDRESS_HEADER
-    if header:
-        last = request.headers.get(header, "").split(",")[-1].strip()
-        if last:
-            return last[:100]
-    return str(request.META.get("REMOTE_ADDR", ""))[:100]
+    forwarded = request.headers.get(header, "") if header else ""
+    return address_of(str(request.META.get("REMOTE_ADDR", "")), forwarded)
+
+
+def address_of(remote: str, forwarded: str) -> str:
+    """`client_address` from its parts, for callers without a Django request (the MCP gate)."""
+    last = forwarded.split(",")[-1].strip() if settings.OTTO_CLIENT_ADDRESS_HEADER else ""
+    return (last or remote)[:100]
 
 
 def login_keys(request: HttpRequest, username: str) -> list[Key]:
@@ -72,7 +75,19 @@ def login_keys(request: HttpRequest, username: str) -> list[Key]:
 
 
 def token_keys(request: HttpRequest) -> list[Key]:
-    return [Key(f"token-address:{client_address(request)}", settings.OTTO_AUTH_ADDRESS_FAILURES)]
+    return address_token_keys(client_address(request))
+
+
+def address_token_keys(address: str) -> list[Key]:
+    """Wrong bearer tokens are counted per address, over the REST API and MCP alike."""
+    return [Key(f"token-address:{address}", settings.OTTO_AUTH_ADDRESS_FAILURES)]
+
+
+def refuse_token(keys: Sequence[Key]) -> int:
+    """A bearer token that matched none: the seconds its address must wait (0: just refused).
+
+    A locked address is not counted again (the lock-out does not grow while it waits)."""
+    return locked_for(keys) or record_failure(keys)
 
 
 def _wait(until: datetime | None, now: datetime) -> int:

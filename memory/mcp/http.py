@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memory.auth import token_owner
 from memory.models import ApiToken
-from ottoweb import audit
+from ottoweb import audit, throttle
 
 from .calls import Caller
 from .tools import build_server
@@ -45,6 +45,20 @@ def _owner(token: str) -> ApiToken | None:
     close_old_connections()
     try:
         return token_owner(token)
+    finally:
+        close_old_connections()
+
+
+def _refusal_wait(scope: Scope) -> int:
+    """Count a wrong token against the client's address, as the REST API does (ottoweb/throttle.py);
+    the seconds the address must now wait (0: not locked)."""
+    header = settings.OTTO_CLIENT_ADDRESS_HEADER.lower().encode("latin-1")
+    forwarded = dict(scope["headers"]).get(header, b"").decode("latin-1") if header else ""
+    client = scope.get("client")
+    address = throttle.address_of(str(client[0]) if client else "", forwarded)
+    close_old_connections()
+    try:
+        return throttle.refuse_token(throttle.address_token_keys(address))
     finally:
         close_old_connections()
 
@@ -92,6 +106,16 @@ class BearerGate:
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
         token = header[7:].strip() if header[:7].lower() == "bearer " else ""
         row = await anyio.to_thread.run_sync(_owner, token) if token else None
+        wait = await anyio.to_thread.run_sync(_refusal_wait, scope) if token and row is None else 0
+        if wait:
+            audit.count_anonymous("mcp", 429)
+            await _json(
+                send,
+                429,
+                {"detail": f"too many failed sign-ins; try again in {wait} s", "code": "throttled"},
+                [(b"retry-after", str(wait).encode())],
+            )
+            return
         if row is None:
             audit.count_anonymous("mcp", 401)
             challenge = f'Bearer realm="ottoweb", resource_metadata="{_base_url(scope)}{METADATA_PATH}{PATH}"'

@@ -346,3 +346,23 @@ def test_mcp_stdio_refuses_to_start_without_a_live_token(server):
 
     with pytest.raises(RuntimeError, match="set OTTO_TOKEN"):
         server.manage("mcp")
+
+
+def test_mcp_wrong_tokens_count_toward_the_address_lockout_shared_with_the_rest_api(tmp_path):
+    instance = Instance(tmp_path, OTTO_COMPACTION="inline", OTTO_AUTH_ADDRESS_FAILURES="3")
+    try:
+        instance.start_web(production=True)
+        answers = [post_mcp(instance, f"otto_wrong{n}") for n in range(4)]
+        rest_status, rest_body = instance.request("GET", "/api/v1/sessions", token="otto_wrong_rest")
+        right = post_mcp(instance, instance.token)
+    finally:
+        instance.close()
+
+    assert [status for status, _, _ in answers] == [401, 401, 429, 429]
+    for _, headers, body in answers[2:]:
+        assert body["code"] == "throttled"
+        assert int(headers["retry-after"]) > 0
+    # One count per address, whichever door the wrong token came through.
+    assert rest_status == 429 and rest_body["code"] == "throttled"  # type: ignore[index]
+    # A right token is never refused for its address's failures.
+    assert right[0] == 200
