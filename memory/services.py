@@ -12,10 +12,11 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, connection, transaction
@@ -255,19 +256,22 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
     for index, item in enumerate(items):
         _check_item(item, index if len(items) > 1 else None)
     outcomes: list[AppendOutcome] = []
-    with transaction.atomic():
-        queues: dict[str, TieredQueue] = {}
+    queues = {kind: queue_for(session, kind) for kind in dict.fromkeys(i.kind for i in items)}
+    # Counted and hashed before the transaction: none of it needs the write lock.
+    drafts = [
+        queues[i.kind].draft(
+            i.role, i.text, protected=i.protected, meta=i.meta, name=i.name, occurred_at=i.occurred_at
+        )
+        for i in items
+    ]
+    with transaction.atomic(), ExitStack() as batches:
+        for queue in queues.values():
+            # The rows are written together when the loop ends (or before a compaction reads them).
+            batches.enter_context(cast(DjangoTierStore, queue.store).batched())
         history_turns = 0
-        for item in items:
-            queue = queues.get(item.kind) or queues.setdefault(item.kind, queue_for(session, item.kind))
-            appended = queue.append(
-                item.role,
-                item.text,
-                protected=item.protected,
-                meta=item.meta,
-                name=item.name,
-                occurred_at=item.occurred_at,
-            )
+        for item, draft in zip(items, drafts, strict=True):
+            queue = queues[item.kind]
+            appended = queue.append_draft(draft)
             compaction = None
             if appended.needs_compaction:
                 compaction = _compact_now(session, queue)

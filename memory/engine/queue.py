@@ -112,7 +112,12 @@ class TieredQueue:
         occurred_at: datetime | None = None,
     ) -> Appended:
         """Add one item; say whether Y now needs compaction (the caller decides when to run it)."""
-        draft = self.draft(role, text, protected=protected, meta=meta, name=name, occurred_at=occurred_at)
+        return self.append_draft(
+            self.draft(role, text, protected=protected, meta=meta, name=name, occurred_at=occurred_at)
+        )
+
+    def append_draft(self, draft: Draft) -> Appended:
+        """`append` of an item already drafted (a caller can count its tokens before taking a lock)."""
         if self.kind == "context":
             return Appended(self.store.archive(self.kind, draft), False, False)
         item = self.store.add_to_x(self.kind, draft)
