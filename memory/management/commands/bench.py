@@ -63,7 +63,6 @@ from memory.engine import embeddings
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
-from memory.engine.synthetic import chatter, questions
 from memory.evaluation.processes import (
     RECALL_TIMEOUT,
     ServerHung,
@@ -72,6 +71,7 @@ from memory.evaluation.processes import (
     WorkerStuck,
     terminate,
 )
+from memory.evaluation.synthetic import chatter, questions
 from memory.models import Bullet, Session, TierState
 from memory.recall import recall
 
@@ -357,7 +357,7 @@ class Command(BaseCommand):
 
     def concurrency(self, seconds: float) -> dict[str, Any]:
         """16 clients on 8 sessions against a real server and worker, compactions running (issue 9)."""
-        from memory.loadgen import run_load
+        from memory.evaluation.loadgen import run_load
 
         user, _ = get_user_model().objects.get_or_create(username="bench-load")
         _, token = services.issue_token(user=user, name="bench-load")
