@@ -38,7 +38,7 @@ dev: migrate
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy memory/engine
+	$(BIN)/mypy memory/engine memory/evaluation/compaction.py memory/evaluation/synthetic.py
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 browser-deps:

@@ -88,12 +88,12 @@ class Instance:
 
     def start_web(self, *, production: bool = False) -> None:
         """`manage.py runserver`, or with `production` the server `make run` starts (uvicorn, MCP at /mcp)."""
-        from memory.management.commands.serve import web_command
+        from memory.management.commands.serve import runserver_command, web_command
 
         log = open(self.data_dir / "web.log", "ab")
-        command = [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"]
+        addrport = f"127.0.0.1:{self.port}"
         self.web = subprocess.Popen(
-            web_command(f"127.0.0.1:{self.port}", workers=1) if production else command,
+            web_command(addrport, workers=1) if production else runserver_command(addrport),
             cwd=ROOT,
             env=self.env,
             stdout=log,
@@ -139,27 +139,11 @@ class Instance:
 
     def start_worker(self, *, concurrency: int = 1) -> subprocess.Popen[bytes]:
         """A real Celery worker on this instance's broker (filesystem by default, or CELERY_BROKER_URL)."""
+        from memory.management.commands.serve import worker_command
+
         log = open(self.data_dir / f"worker{len(self.workers)}.log", "ab")
         worker = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "ottoweb",
-                "worker",
-                "-l",
-                "info",
-                "--pool",
-                "threads",
-                "--concurrency",
-                str(concurrency),
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                f"w{len(self.workers)}-{self.port}@%h",
-            ],
+            worker_command(concurrency=concurrency, name=f"w{len(self.workers)}-{self.port}@%h"),
             cwd=ROOT,
             env=self.env,
             stdout=log,

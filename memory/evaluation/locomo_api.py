@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import groupby
 
-from memory import locomo
+from memory.evaluation import locomo
 from memory.evaluation.processes import WebServer, WorkerStuck
 
 # The worker compacts and embeds a whole conversation (≈ 700 turns) in well under this.

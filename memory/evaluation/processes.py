@@ -13,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -80,18 +79,17 @@ class WebServer:
     One process, pid known."""
 
     def __init__(self, token: str) -> None:
-        from memory.management.commands.serve import web_command
+        from memory.management.commands.serve import runserver_command, web_command
 
         self.token = token
         self.port = free_port()
         self.kind = os.environ.get("OTTO_BENCH_SERVER", "production")
         if self.kind not in BENCH_SERVERS:
             raise CommandError(f"OTTO_BENCH_SERVER must be one of {', '.join(BENCH_SERVERS)}")
-        runserver = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver"]
-        runserver += [f"127.0.0.1:{self.port}", "--noreload"]
+        addrport = f"127.0.0.1:{self.port}"
         self.log = open(Path(settings.DATA_DIR) / "web.log", "ab")
         self.process = subprocess.Popen(
-            runserver if self.kind == "runserver" else web_command(f"127.0.0.1:{self.port}", workers=1),
+            runserver_command(addrport) if self.kind == "runserver" else web_command(addrport, workers=1),
             cwd=settings.BASE_DIR,
             env=production_env(),
             stdout=self.log,
@@ -176,13 +174,13 @@ class Worker:
     """
 
     def __init__(self, *, concurrency: int = 2) -> None:
+        from memory.management.commands.serve import worker_command
+
         self.log = open(Path(settings.DATA_DIR) / "worker.log", "ab")
         # Earlier workers of this run wrote to the same log: only this one's "ready" counts.
         offset = self.log.seek(0, os.SEEK_END)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "ottoweb", "worker", "-l", "info", "--pool", "threads"]
-            + ["--concurrency", str(concurrency), "--without-gossip", "--without-mingle"]
-            + ["--without-heartbeat"],
+            worker_command(concurrency=concurrency),
             cwd=settings.BASE_DIR,
             env=production_env(),
             stdout=self.log,

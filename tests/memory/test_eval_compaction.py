@@ -8,8 +8,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from memory.engine import evalcompaction as ec
-from memory.engine.synthetic import conversation, plant_positions
+from memory.evaluation import compaction as ec
+from memory.evaluation.synthetic import conversation, plant_positions
 
 ROWS = ["type-blind", "type-blind, tight budget", "protected", "protected, tight budget"]
 CELL = re.compile(r"^(?P<label>\S.*?)\s{2,}(?P<cells>\d+/\d+(?:\s+\d+/\d+)*)$")

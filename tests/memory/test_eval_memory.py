@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory import locomo
+from memory.evaluation import locomo
 
 ROOT = Path(__file__).resolve().parents[2]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from memory.loadgen import run_load
+from memory.evaluation.loadgen import run_load
 from tests.live import Instance
 
 pytestmark = pytest.mark.slow

@@ -1,6 +1,6 @@
 """`manage.py eval_compaction [--lengths 120,400] [--abstract-once] [--seed N] [--json OUT]`.
 
-The constraint-survival benchmark (docs/decisions.md, "A person's words") (the harness is `memory/engine/evalcompaction.py`): eight
+The constraint-survival benchmark (docs/decisions.md, "A person's words") (the harness is `memory/evaluation/compaction.py`): eight
 constraints planted in the person's turns of a synthetic conversation, replayed per policy with the
 deterministic extractive summariser, counted verbatim in the final prompt view. Touches no database.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.engine import evalcompaction as ec
+from memory.evaluation import compaction as ec
 
 
 def _lengths(value: str) -> list[int]:

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import locomo
+from memory.evaluation import locomo
 from memory.evaluation.locomo_api import Answer
 
 

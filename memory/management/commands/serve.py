@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -39,6 +40,28 @@ def web_command(addrport: str, *, workers: int | None = None) -> list[str]:
     return command
 
 
+def runserver_command(addrport: str) -> list[str]:
+    """Django's development server (ours, with TCP_NODELAY) without the reloader: one process, pid known.
+
+    What the live tests start by default and `manage.py bench` with OTTO_BENCH_SERVER=runserver.
+    """
+    return [sys.executable, str(Path(settings.BASE_DIR) / "manage.py"), "runserver", addrport, "--noreload"]
+
+
+def worker_command(*, concurrency: int = 2, name: str | None = None) -> list[str]:
+    """The Celery worker's command line (also what `manage.py bench` and the live tests start).
+
+    `--pool threads` keeps it one process; gossip, mingle and heartbeat are off. `name` is Celery's
+    `-n` node name, for several workers on one broker.
+    """
+    command = [sys.executable, "-m", "celery", "-A", "ottoweb", "worker", "-l", "info", "--pool", "threads"]
+    command += ["--concurrency", str(concurrency), "--without-gossip", "--without-mingle"]
+    command += ["--without-heartbeat"]
+    if name is not None:
+        command += ["-n", name]
+    return command
+
+
 class Command(BaseCommand):
     help = "Serve the web app and run a Celery worker beside it."
 
@@ -47,30 +70,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true")
 
     def handle(self, *args, addrport: str, no_worker: bool, **options):  # type: ignore[no-untyped-def]
-        python = sys.executable
         children = [subprocess.Popen(web_command(addrport), cwd=settings.BASE_DIR)]
         if not no_worker:
-            children.append(
-                subprocess.Popen(
-                    [
-                        python,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "ottoweb",
-                        "worker",
-                        "-l",
-                        "info",
-                        "--pool",
-                        "threads",
-                        "--concurrency",
-                        "2",
-                        "--without-gossip",
-                        "--without-mingle",
-                        "--without-heartbeat",
-                    ]
-                )
-            )
+            children.append(subprocess.Popen(worker_command(concurrency=2)))
         stopping = False
 
         def stop(*_: object) -> None:

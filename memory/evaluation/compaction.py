@@ -15,14 +15,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from . import bm25
-from . import tokens as tok
-from .compaction import REABSTRACT, Summarizer
-from .memstore import InMemoryStore
-from .queue import TieredQueue
-from .summarizers import extractive_summarize
-from .synthetic import conversation
-from .types import View
+from memory.engine import bm25
+from memory.engine import tokens as tok
+from memory.engine.compaction import REABSTRACT, Summarizer
+from memory.engine.memstore import InMemoryStore
+from memory.engine.queue import TieredQueue
+from memory.engine.summarizers import extractive_summarize
+from memory.engine.types import View
+from memory.evaluation.synthetic import conversation
 
 CONSTRAINTS: tuple[str, ...] = (
     "Never deploy to production on a Friday.",

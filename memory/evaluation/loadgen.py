@@ -1,4 +1,4 @@
-"""A bounded HTTP load generator for ottoweb (loopback only): used by `manage.py bench --concurrency`
+"""A bounded HTTP load generator for ottoweb (loopback only): used by `manage.py bench --load`
 and the reliability tests. No Django here: it speaks to a running server like any client would.
 """
 

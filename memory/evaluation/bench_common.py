@@ -1,0 +1,78 @@
+"""What every `manage.py bench` section shares: how much work a figure does, the latency summary,
+and the one-line report each figure prints."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import OutputWrapper
+
+# Questions asked before timing starts: the model is loaded and caches are filled by then.
+WARM_UP = 3
+
+
+class Scale:
+    """How much work each figure does; --quick shrinks everything to a smoke run."""
+
+    def __init__(self, quick: bool) -> None:
+        self.engine_appends = 2_000 if quick else 20_000
+        self.service_appends = 100 if quick else 2_000
+        self.http_appends = 50 if quick else 500
+        self.generations = 1 if quick else 4
+        self.recalls = 20 if quick else 100
+        self.http_recalls = 10 if quick else 50
+        self.sessions = 3 if quick else 20
+        # A quick run compacts a smaller Y so the smoke test stays short.
+        self.y_tokens = 20_000 if quick else settings.OTTO_Y_BUDGET
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q from 0 to 100) of `values`."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def latency(seconds: Sequence[float]) -> dict[str, Any]:
+    """p50/p95/max in milliseconds, the rate the samples add up to, and how many there were."""
+    total = sum(seconds)
+    return {
+        "p50_ms": round(percentile(seconds, 50) * 1000, 3),
+        "p95_ms": round(percentile(seconds, 95) * 1000, 3),
+        "max_ms": round(max(seconds) * 1000, 3),
+        "per_s": round(len(seconds) / total, 1) if total else 0.0,
+        "n": len(seconds),
+    }
+
+
+def timed(call: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+class Report:
+    """The printed lines, for the sections' mixins; the management command supplies `stdout`."""
+
+    stdout: OutputWrapper
+
+    def emit(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def line(self, label: str, stats: dict[str, Any], unit: str, extra: str = "") -> None:
+        self.emit(
+            f"{label}: p50 {stats['p50_ms']:.2f} ms, p95 {stats['p95_ms']:.2f} ms, "
+            f"max {stats['max_ms']:.1f} ms, {stats['per_s']:,.1f} {unit}/s "
+            f"({stats['n']:,} samples{', ' + extra if extra else ''})"
+        )
+
+    def load(self, when: str) -> list[float]:
+        figures = [round(v, 2) for v in os.getloadavg()]
+        self.emit(f"load average {when}: {figures[0]} {figures[1]} {figures[2]} ({os.cpu_count()} CPUs)")
+        return figures

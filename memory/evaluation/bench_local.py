@@ -1,0 +1,203 @@
+"""`manage.py bench`'s in-process sections: appends through the engine, the services and the API
+(Django's test client), compaction generations, query embedding and recall at session sizes."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import os
+import pstats
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import CommandError
+from django.db import connection
+from django.test import Client, override_settings
+
+from memory import embedding, services, store
+from memory.engine import embeddings
+from memory.engine.memstore import InMemoryStore
+from memory.engine.queue import TieredQueue
+from memory.engine.summarizers import extractive_summarize
+from memory.evaluation.bench_common import WARM_UP, Report, Scale, latency, timed
+from memory.evaluation.synthetic import chatter, questions
+from memory.models import Bullet, TierState
+from memory.recall import recall
+
+# Items per services.append_items call when building a big session (one transaction each).
+BUILD_BATCH = 500
+
+
+class LocalSections(Report):
+    """The figures measured in this process, no server or worker involved."""
+
+    def append_engine(self, scale: Scale) -> dict[str, Any]:
+        queue = TieredQueue(
+            InMemoryStore(),
+            x_budget=settings.OTTO_X_BUDGET,
+            y_budget=settings.OTTO_Y_BUDGET,
+            summarize=extractive_summarize,
+        )
+        times, compactions = [], 0
+        for role, text in chatter(scale.engine_appends, seed=1):
+            start = time.perf_counter()
+            appended = queue.append(role, text)
+            times.append(time.perf_counter() - start)
+            # Compaction is its own figure below; here it only keeps the tiers realistic.
+            if appended.needs_compaction:
+                queue.compact()
+                compactions += 1
+        stats = latency(times)
+        self.line("append engine", stats, "appends", f"InMemoryStore; {compactions} compactions not timed")
+        return stats
+
+    def append_service(self, scale: Scale, user: Any) -> dict[str, Any]:
+        session = services.create_session(user=user, sid="bench-service")
+        times = [
+            timed(
+                lambda r=role, t=text: services.append_items(
+                    session=session, items=[services.NewItem(role=r, text=t)]
+                )
+            )
+            for role, text in chatter(scale.service_appends, seed=2)
+        ]
+        stats = latency(times)
+        self.line(
+            "append service",
+            stats,
+            "appends",
+            f"services.append_items on {connection.vendor}, one item a call",
+        )
+        return stats
+
+    def append_api(self, scale: Scale, token: str) -> dict[str, Any]:
+        """The API in-process: routing, auth, ninja, no socket."""
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        client.post("/api/v1/sessions", {"id": "bench-api"}, content_type="application/json")
+        times = []
+        for role, text in chatter(scale.service_appends, seed=6):
+            start = time.perf_counter()
+            response = client.post(
+                "/api/v1/sessions/bench-api/items",
+                {"role": role, "text": text},
+                content_type="application/json",
+            )
+            times.append(time.perf_counter() - start)
+            if response.status_code != 201:
+                raise CommandError(f"an in-process API append answered {response.status_code}")
+        stats = latency(times)
+        self.line("append api", stats, "appends", "in-process test client, no socket")
+        return stats
+
+    def compaction(self, scale: Scale, user: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Time each generation alone: fill Y to just under its budget, then force the compaction.
+
+        The engine queue and the service session see the same turns, and the summariser is
+        deterministic, so both compact the same Y (raw turns plus the previous generation's bullets).
+        """
+        queue = TieredQueue(
+            InMemoryStore(), x_budget=1, y_budget=scale.y_tokens, summarize=extractive_summarize
+        )
+        # X of one token: every turn moves straight to Y, as an X overflow would move it.
+        session = services.create_session(
+            user=user, sid="bench-compaction", x_budget=1, y_budget=scale.y_tokens
+        )
+        turns = iter(chatter(scale.generations * scale.y_tokens // 20, seed=3))
+        engine_times, service_times, raw = [], [], []
+        for _ in range(scale.generations):
+            batch: list[services.NewItem] = []
+            while True:
+                role, text = next(turns)
+                draft = queue.draft(role, text)
+                if queue.store.totals("history").y + draft.tokens > scale.y_tokens:
+                    break
+                queue.append(role, text)
+                batch.append(services.NewItem(role=role, text=text))
+            for first in range(0, len(batch), BUILD_BATCH):
+                services.append_items(session=session, items=batch[first : first + BUILD_BATCH])
+            raw.append(len(batch))
+            engine_times.append(timed(lambda: queue.compact(force=True)))
+            service_times.append(timed(lambda: services.compact_session(session=session, force=True)))
+        extra = f"Y of {scale.y_tokens:,} tokens: {sum(raw) // len(raw):,} raw turns + the previous bullets"
+        engine, service = latency(engine_times), latency(service_times)
+        for label, stats in (("compaction engine", engine), ("compaction service", service)):
+            self.emit(
+                f"{label}: p50 {stats['p50_ms']:.0f} ms, max {stats['max_ms']:.0f} ms per generation "
+                f"({stats['n']} generations, {extra})"
+            )
+        return engine, service
+
+    def query_embedding(self, scale: Scale) -> dict[str, Any]:
+        embedder = embedding.embedder()
+        asked = questions(scale.recalls + WARM_UP, seed=7)
+        for q in asked[:WARM_UP]:
+            embedder.embed_query(q)
+        stats = latency([timed(lambda q=q: embedder.embed_query(q)) for q in asked[WARM_UP:]])
+        self.line("query embedding", stats, "queries", "the model alone, one question")
+        return stats
+
+    def recall_at(self, size: int, scale: Scale, user: Any, *, profile: bool) -> dict[str, Any]:
+        session = services.create_session(user=user, sid=f"bench-recall-{size}")
+        turns = chatter(size, seed=size)
+        start = time.perf_counter()
+        # Batches at the default budgets, compacting inline: no worker runs here, and a session that
+        # never compacted (generation 0, no bullets) would make recall look cheaper than it is. Each
+        # inline compaction embeds the session's pending turns after its commit.
+        with override_settings(OTTO_COMPACTION="inline"):
+            for first in range(0, size, BUILD_BATCH):
+                items = [services.NewItem(role=r, text=t) for r, t in turns[first : first + BUILD_BATCH]]
+                services.append_items(session=session, items=items)
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        embedded = services.embed_items(session=session, kind="history")
+        embed_s = time.perf_counter() - start
+        generation = TierState.objects.get(session=session, kind="history").generation
+        live = Bullet.objects.of_kind(session, "history").live()
+        bullets, protected = live.count(), live.filter(protected=True).count()
+        asked = questions(scale.recalls + WARM_UP, seed=size)
+        # Recall as the web process runs it (ottoweb/wsgi.py): one onnxruntime thread per query
+        # embedding unless OTTO_EMBED_THREADS says otherwise. The build above used every core.
+        build_threads = os.environ.get("OTTO_EMBED_THREADS")
+        embeddings.use_threads(int(build_threads or 1))
+        for q in asked[:WARM_UP]:
+            recall(session, query=q)
+        # A web process's first recall of the session builds its BM25 postings and reads its vectors.
+        store.vector_cache.clear()
+        store.keyword_cache.clear()
+        cold = timed(lambda: recall(session, query=asked[0]))
+        stats = latency([timed(lambda q=q: recall(session, query=q)) for q in asked[WARM_UP:]])
+        # Compactions embed as they go, so the build time holds most of the embedding for big sizes.
+        stats.update(
+            {
+                "build_s": round(built, 1),
+                "embed_s": round(embed_s, 1),
+                "embedded": embedded,
+                "generations": generation,
+                "live_bullets": bullets,
+                "protected_bullets": protected,
+                "first_recall_ms": round(cold * 1000, 1),
+            }
+        )
+        self.line(
+            f"recall {size} chunks",
+            stats,
+            "recalls",
+            f"generation {generation}, {bullets:,} live bullets of which {protected:,} protected; "
+            f"built in {built:.0f} s with compactions' embedding, "
+            f"then {embedded:,} more embedded in {embed_s:.0f} s; "
+            f"query embedded with {os.environ['OTTO_EMBED_THREADS']} thread(s) as in the web process; "
+            f"the first recall in a process (its caches cold) {cold * 1000:,.0f} ms",
+        )
+        if profile:
+            # A second pass under the profiler, after the timed one: cProfile inflates what it times.
+            profiler = cProfile.Profile()
+            for q in asked[WARM_UP:]:
+                profiler.runcall(recall, session, query=q)
+            for order in ("cumulative", "tottime"):
+                report = io.StringIO()
+                pstats.Stats(profiler, stream=report).sort_stats(order).print_stats(25)
+                self.emit(f"profile of {len(asked) - WARM_UP} recalls at {size} chunks, by {order}:")
+                self.emit(report.getvalue())
+        embeddings.use_threads(int(build_threads) if build_threads else None)
+        return stats
