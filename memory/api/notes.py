@@ -14,7 +14,7 @@ from pydantic import Field
 
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from . import scoped
+from .. import scoped
 
 router = Router(tags=["scoped memory"])
 
@@ -32,7 +32,7 @@ class RememberIn(ScopeIn):
     key: str | None = None
 
 
-# Named apart from memory.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
+# Named apart from memory.api.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
 # and two classes of one name make one of the two operations document the other's shape.
 class ScopedRecallIn(ScopeIn):
     # Required, but checked by the service: ottoweb/api.py's error handler drops a field named

@@ -14,11 +14,11 @@ from ottoweb.errors import Invalid, NotFound
 from ottoweb.schemas import ERRORS as SHARED_ERRORS
 from ottoweb.schemas import CleanIn, ErrorOut
 
-from . import services
-from .context import session_context, session_summary
-from .engine.types import SESSION_ID
-from .models import AuditEntry, Item, Job, Session
-from .recall import recall
+from .. import services
+from ..context import session_context, session_summary
+from ..engine.types import SESSION_ID
+from ..models import AuditEntry, Item, Job, Session
+from ..recall import recall
 from .schemas import (
     AppendOut,
     BatchIn,

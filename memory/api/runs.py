@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from lessons.schemas import RecordOut
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from . import runs
-from .api import get_session
+from .. import runs
+from .sessions import get_session
 
 router = Router(tags=["runs"])
 
