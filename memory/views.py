@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ottoweb.errors import Invalid, ServiceError, TooLarge, TooManyJobs
 
-from . import dashboard, runs, scoped, services
+from . import reads, runs, scoped, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
 from .models import (
     TIER_ARCHIVED,
@@ -126,14 +126,14 @@ def _tab_context(session: Session, tab: str, request: HttpRequest) -> dict[str, 
         bullets = Bullet.objects.of_kind(session, "history").live().order_by("first_position", "id")
         return {
             "bullets": bullets,
-            "y_turns": dashboard.live_turns(session, TIER_Y),
-            "x_turns": dashboard.live_turns(session, TIER_X),
+            "y_turns": reads.live_turns(session, TIER_Y),
+            "x_turns": reads.live_turns(session, TIER_X),
         }
     if tab == "compact":
         return _compact_context(session)
     form = ResetForm(request.GET) if "mode" in request.GET else ResetForm()
     mode = form.cleaned_data["mode"] if form.is_valid() else None
-    kept = dashboard.cited_archived_turns(session) if mode == "summary" else 0
+    kept = reads.cited_archived_turns(session) if mode == "summary" else 0
     archived = Item.objects.filter(session=session, kind="history", tier=TIER_ARCHIVED).count()
     return {"reset_form": form, "reset_mode": mode, "kept_turns": kept, "lost_archived": archived - kept}
 
@@ -141,7 +141,7 @@ def _tab_context(session: Session, tab: str, request: HttpRequest) -> dict[str, 
 def _compact_context(session: Session) -> dict[str, Any]:
     due = services.queue_for(session, "history").needs_compaction()
     jobs = Job.objects.filter(session=session, kind="compact").order_by("-created_at")[:3]
-    return {"y_pending": dashboard.pending_tokens(session), "compaction_due": due, "compact_jobs": jobs}
+    return {"y_pending": reads.pending_tokens(session), "compaction_due": due, "compact_jobs": jobs}
 
 
 @require_GET
@@ -154,19 +154,19 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
     target = _partial_target(request)
     context: dict[str, Any] = {"session": session, "tab": tab}
     if target == "tiers":
-        context.update(tiers=dashboard.tiers(session), timeline=dashboard.generation_timeline(session))
+        context.update(tiers=reads.tiers(session), timeline=reads.generation_timeline(session))
         return render(request, "memory/session.html#tiers", context)
     if target == "recall-results":
         context.update(_recall_context(request, session))
         return render(request, "memory/session.html#recall-results", context)
     if target == "compact-preview":
-        context.update(tiers=dashboard.tiers(session), **_compact_context(session))
+        context.update(tiers=reads.tiers(session), **_compact_context(session))
         return render(request, "memory/session.html#compact-preview", context)
-    context.update(tiers=dashboard.tiers(session), **_tab_context(session, tab, request))
+    context.update(tiers=reads.tiers(session), **_tab_context(session, tab, request))
     if target == "memory-tabs":
         return render(request, "memory/session.html#memory-tabs", context)
     context.update(
-        timeline=dashboard.generation_timeline(session),
+        timeline=reads.generation_timeline(session),
         jobs=Job.objects.filter(session=session, kind="reembed").unfinished().order_by("-created_at")[:1],
         **_recall_context(request, session),
     )
@@ -178,7 +178,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
 def bullet_turns(request: HttpRequest, sid: str, bullet_id: int) -> HttpResponse:
     session = _session_for(request, sid)
     bullet = get_object_or_404(Bullet.objects.filter(session=session), pk=bullet_id)
-    context = {"session": session, "bullet": bullet, "cited": dashboard.cited_turns(session, bullet)}
+    context = {"session": session, "bullet": bullet, "cited": reads.cited_turns(session, bullet)}
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "memory/bullet.html#cited", context)
     return render(request, "memory/bullet.html", context)
@@ -209,7 +209,7 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
     )
     if request.htmx:  # type: ignore[attr-defined]
         session = _session_for(request, sid)
-        context = {"session": session, "tiers": dashboard.tiers(session), "note": note}
+        context = {"session": session, "tiers": reads.tiers(session), "note": note}
         context.update(_compact_context(session))
         return _changed(render(request, "memory/session.html#compact-preview", context))
     messages.success(request, note)
@@ -225,7 +225,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
         if not request.htmx:  # type: ignore[attr-defined]
             messages.error(request, "Choose what to reset: keep the summary, or wipe everything.")
             return redirect(reverse("session", args=[session.sid]) + "?tab=reset")
-        context = {"session": session, "tab": "reset", "tiers": dashboard.tiers(session)}
+        context = {"session": session, "tab": "reset", "tiers": reads.tiers(session)}
         context.update(reset_form=form, reset_mode=None)
         return render(request, "memory/session.html#memory-tabs", context, status=422)
     mode = form.cleaned_data["mode"]
@@ -237,7 +237,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
     )
     if request.htmx:  # type: ignore[attr-defined]
         session = _session_for(request, sid)
-        context = {"session": session, "tab": "reset", "tiers": dashboard.tiers(session), "note": note}
+        context = {"session": session, "tab": "reset", "tiers": reads.tiers(session), "note": note}
         context.update(reset_form=ResetForm(), reset_mode=None)
         return _changed(render(request, "memory/session.html#memory-tabs", context))
     messages.success(request, note)
@@ -282,7 +282,7 @@ def delete(request: HttpRequest, sid: str) -> HttpResponse:
         services.delete_session(session=session)
         messages.success(request, f"Deleted session {sid} and everything in it.")
         return redirect("home")
-    return render(request, "memory/delete.html", {"session": session, "tiers": dashboard.tiers(session)})
+    return render(request, "memory/delete.html", {"session": session, "tiers": reads.tiers(session)})
 
 
 @require_GET

@@ -15,9 +15,9 @@ from ottoweb.schemas import ERRORS as SHARED_ERRORS
 from ottoweb.schemas import CleanIn, ErrorOut
 
 from .. import services
-from ..context import session_context, session_summary
 from ..engine.types import SESSION_ID
 from ..models import AuditEntry, Item, Job, Session
+from ..reads import session_context, session_summary
 from ..recall import recall
 from .schemas import (
     AppendOut,

@@ -24,8 +24,8 @@ from memory import scoped, services
 from memory.api.notes import NoteListQuery, RememberIn, ScopedRecallIn, recalled, remembered, stored_note
 from memory.api.schemas import ItemIn, MemoryActionIn, RecallIn, RecallOut
 from memory.api.sessions import ListParams, checked_recall, new_items, user_session
-from memory.context import session_context, session_summary
 from memory.models import Session
+from memory.reads import session_context, session_summary
 from ottoweb.errors import Conflict
 
 from .calls import Caller, audit_call, parsed, run
