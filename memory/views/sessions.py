@@ -1,69 +1,27 @@
-"""Dashboard views: thin glue from HTTP to one read or one service call.
-
-Every view fetches through a query that starts from the user (another user's session is a 404),
-validates with a form, calls one service and, for an htmx request, renders just the partial that
-changed; without JavaScript the same URLs render whole pages or redirect.
-"""
+"""The sessions pages: the list and import, one session's tiers, recall and actions."""
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 from django.contrib import messages
-from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
-from django.contrib.auth.tokens import default_token_generator
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.encoding import force_str
-from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
-from ottoweb.errors import Invalid, ServiceError, TooLarge, TooManyJobs
+from ottoweb.errors import ServiceError, TooLarge, TooManyJobs
 
-from . import reads, runs, scoped, services
-from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
-from .models import (
-    TIER_ARCHIVED,
-    TIER_X,
-    TIER_Y,
-    ApiToken,
-    AuditEntry,
-    Bullet,
-    Item,
-    Job,
-    LearnedWindow,
-    ScopedMemory,
-    Session,
-)
-from .recall import DEFAULT_MAX_TOKENS, recall
+from .. import reads, services
+from ..forms import ImportForm, RecallForm, ResetForm, SessionSearchForm
+from ..models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, Job, Session
+from ..recall import DEFAULT_MAX_TOKENS, recall
+from .common import changed, partial_target, session_for
 
 SESSIONS_PER_PAGE = 20
 TABS = ("summary", "compact", "reset")
-# After a change to the session, regions that show it reload themselves (hx-trigger "... from:body").
-SESSION_CHANGED = "session-changed"
-
-
-def _session_for(request: HttpRequest, sid: str) -> Session:
-    """The user's session `sid` with its token totals, or 404: another user's is no session."""
-    session = Session.objects.for_user(request.user).with_totals().filter(sid=sid).first()
-    if session is None:
-        raise Http404("no such session")
-    return session
-
-
-def _partial_target(request: HttpRequest) -> str | None:
-    """The region an htmx request asked for (its hx-target id), None for a whole page."""
-    return request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
-
-
-def _changed(response: HttpResponse) -> HttpResponse:
-    return trigger_client_event(response, SESSION_CHANGED, after="swap")
 
 
 # --- sessions list and import --------------------------------------------------------------------
@@ -77,7 +35,7 @@ def home(request: HttpRequest) -> HttpResponse:
     rows = Session.objects.for_user(request.user).with_totals().matching(q).order_by("-updated_at", "-pk")
     page = Paginator(rows, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = {"page": page, "q": q, "import_form": ImportForm()}
-    if _partial_target(request) == "session-list":
+    if partial_target(request) == "session-list":
         return render(request, "memory/home.html#session-list", context)
     return render(request, "memory/home.html", context)
 
@@ -147,11 +105,11 @@ def _compact_context(session: Session) -> dict[str, Any]:
 @require_GET
 @login_required
 def session_page(request: HttpRequest, sid: str) -> HttpResponse:
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     tab = request.GET.get("tab", "summary")
     if tab not in TABS:
         tab = "summary"
-    target = _partial_target(request)
+    target = partial_target(request)
     context: dict[str, Any] = {"session": session, "tab": tab}
     if target == "tiers":
         context.update(tiers=reads.tiers(session), timeline=reads.generation_timeline(session))
@@ -176,7 +134,7 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
 @require_GET
 @login_required
 def bullet_turns(request: HttpRequest, sid: str, bullet_id: int) -> HttpResponse:
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     bullet = get_object_or_404(Bullet.objects.filter(session=session), pk=bullet_id)
     context = {"session": session, "bullet": bullet, "cited": reads.cited_turns(session, bullet)}
     if request.htmx:  # type: ignore[attr-defined]
@@ -189,7 +147,7 @@ def bullet_turns(request: HttpRequest, sid: str, bullet_id: int) -> HttpResponse
 def compact(request: HttpRequest, sid: str) -> HttpResponse:
     """Compact now (X and Y into a new generation, in this request) or, with `background`, run the
     compaction Y's overflow is due as a job whose progress the page polls."""
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     if request.POST.get("background"):
         job = services.enqueue_compaction(session=session)
         if request.htmx:  # type: ignore[attr-defined]
@@ -208,10 +166,10 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
         else "Nothing to compact: X and Y hold no raw turns."
     )
     if request.htmx:  # type: ignore[attr-defined]
-        session = _session_for(request, sid)
+        session = session_for(request, sid)
         context = {"session": session, "tiers": reads.tiers(session), "note": note}
         context.update(_compact_context(session))
-        return _changed(render(request, "memory/session.html#compact-preview", context))
+        return changed(render(request, "memory/session.html#compact-preview", context))
     messages.success(request, note)
     return redirect(reverse("session", args=[session.sid]) + "?tab=compact")
 
@@ -219,7 +177,7 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
 @require_POST
 @login_required
 def reset(request: HttpRequest, sid: str) -> HttpResponse:
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     form = ResetForm(request.POST)
     if not form.is_valid():
         if not request.htmx:  # type: ignore[attr-defined]
@@ -236,10 +194,10 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
         else "Reset: every turn and the whole summary were deleted."
     )
     if request.htmx:  # type: ignore[attr-defined]
-        session = _session_for(request, sid)
+        session = session_for(request, sid)
         context = {"session": session, "tab": "reset", "tiers": reads.tiers(session), "note": note}
         context.update(reset_form=ResetForm(), reset_mode=None)
-        return _changed(render(request, "memory/session.html#memory-tabs", context))
+        return changed(render(request, "memory/session.html#memory-tabs", context))
     messages.success(request, note)
     return redirect(reverse("session", args=[session.sid]) + "?tab=reset")
 
@@ -247,7 +205,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
 @require_GET
 @login_required
 def export(request: HttpRequest, sid: str) -> HttpResponse:
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     try:
         # The same bytes the API sends: within the import limit, so the file imports back.
         data = services.export_session_json(session)
@@ -261,7 +219,7 @@ def export(request: HttpRequest, sid: str) -> HttpResponse:
 @require_POST
 @login_required
 def reembed(request: HttpRequest, sid: str) -> HttpResponse:
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     try:
         job = services.enqueue_reembed(session=session)
     except TooManyJobs as exc:
@@ -277,190 +235,9 @@ def reembed(request: HttpRequest, sid: str) -> HttpResponse:
 @login_required
 def delete(request: HttpRequest, sid: str) -> HttpResponse:
     """GET asks for confirmation (saying what goes); POST deletes and returns to the list."""
-    session = _session_for(request, sid)
+    session = session_for(request, sid)
     if request.method == "POST":
         services.delete_session(session=session)
         messages.success(request, f"Deleted session {sid} and everything in it.")
         return redirect("home")
     return render(request, "memory/delete.html", {"session": session, "tiers": reads.tiers(session)})
-
-
-@require_GET
-@login_required
-def job(request: HttpRequest, job_id: str) -> HttpResponse:
-    """A job's progress. htmx polls the partial; a finished job answers 286, which stops the polling."""
-    row = get_object_or_404(Job.objects.for_user(request.user).select_related("session"), pk=job_id)
-    context = {"job": row, "session": row.session}
-    if not request.htmx:  # type: ignore[attr-defined]
-        return render(request, "memory/job.html", context)
-    response = render(request, "memory/_job.html", context)
-    if row.status in (Job.DONE, Job.FAILED):
-        return _changed(HttpResponseStopPolling(response.content))
-    return response
-
-
-# --- account: password and API tokens ------------------------------------------------------------
-
-
-def _password_form(request: HttpRequest, data: Any = None) -> SetPasswordForm | PasswordChangeForm:
-    if request.user.has_usable_password():
-        return PasswordChangeForm(request.user, data)
-    return SetPasswordForm(request.user, data)
-
-
-def _account(request: HttpRequest, **extra: Any) -> dict[str, Any]:
-    tokens = ApiToken.objects.filter(user=request.user).order_by("revoked_at", "-created_at")
-    context = {
-        "tokens": tokens,
-        "token_form": TokenForm(),
-        "password_form": _password_form(request),
-        "learned": runs.learned_limits(user=request.user),
-    }
-    context.update(extra)
-    return context
-
-
-@require_http_methods(["GET", "POST"])
-@login_required
-def tokens(request: HttpRequest) -> HttpResponse:
-    """GET lists the tokens; POST issues one and shows it once (only its digest is kept)."""
-    if request.method == "GET":
-        return render(request, "memory/account.html", _account(request))
-    form = TokenForm(request.POST)
-    if not form.is_valid():
-        return render(request, "memory/account.html", _account(request, token_form=form), status=422)
-    row, plain = services.issue_token(user=request.user, name=form.cleaned_data["name"])
-    return render(request, "memory/account.html", _account(request, issued=row, plain=plain), status=201)
-
-
-@require_POST
-@login_required
-def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
-    token = get_object_or_404(ApiToken.objects.filter(user=request.user), pk=token_id)
-    services.revoke_token(token=token)
-    messages.success(request, f"Revoked token “{token.name}”: it no longer works.")
-    return redirect("tokens")
-
-
-@require_POST
-@login_required
-def clear_learned(request: HttpRequest, learned_id: int) -> HttpResponse:
-    """Forget a window limit this user's runs taught; their fits use the table's window again."""
-    row = get_object_or_404(LearnedWindow.objects.filter(user=request.user), pk=learned_id)
-    runs.clear_learned_limit(user=request.user, model=row.model)
-    messages.success(request, f"Cleared the learned limit of {row.model}: its table window applies again.")
-    return redirect("tokens")
-
-
-@require_POST
-@login_required
-def password(request: HttpRequest) -> HttpResponse:
-    form = _password_form(request, request.POST)
-    if not form.is_valid():
-        return render(request, "memory/account.html", _account(request, password_form=form), status=422)
-    user = form.save()
-    # Changing the password ends other logins; keep this one.
-    from django.contrib.auth import update_session_auth_hash
-
-    update_session_auth_hash(request, user)
-    messages.success(request, "Password saved. You can log in with it from now on.")
-    return redirect("tokens")
-
-
-# --- scoped notes (docs/decisions.md) ------------------------------------------------------------------------
-
-NOTES_PER_PAGE = 20
-
-
-@require_GET
-@login_required
-def notes(request: HttpRequest) -> HttpResponse:
-    """The user's scopes and, for the chosen one (or every scope), a page of its notes, newest first."""
-    key = request.GET.get("scope", "")
-    try:
-        arguments = scoped.scope_arguments(key) if key else {}
-        page_number = max(1, int(request.GET.get("page", "1") or 1))
-        rows, count = scoped.list_notes(
-            user=request.user, limit=NOTES_PER_PAGE, offset=(page_number - 1) * NOTES_PER_PAGE, **arguments
-        )
-    except (Invalid, ValueError):
-        raise Http404("no such scope") from None
-    return render(
-        request,
-        "memory/notes.html",
-        {
-            "scopes": scoped.scopes_of(user=request.user),
-            "scope": key,
-            "rows": rows,
-            "count": count,
-            "page_number": page_number,
-            "has_next": page_number * NOTES_PER_PAGE < count,
-        },
-    )
-
-
-@require_POST
-@login_required
-def delete_note(request: HttpRequest, note_id: int) -> HttpResponse:
-    note = get_object_or_404(ScopedMemory.objects.filter(user=request.user), pk=note_id)
-    scoped.delete_note(note=note)
-    messages.success(request, f"Deleted a note of {note.project_key}.")
-    return redirect(f"{reverse('notes')}?scope={note.project_key}")
-
-
-@require_POST
-@login_required
-def delete_scope(request: HttpRequest) -> HttpResponse:
-    try:
-        scope, deleted = scoped.delete_scope(
-            user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))
-        )
-    except Invalid:
-        raise Http404("no such scope") from None
-    messages.success(request, f"Deleted {deleted} note{'s' if deleted != 1 else ''} of {scope.project_key}.")
-    return redirect("notes")
-
-
-# --- one-time login links (manage.py login_link) -------------------------------------------------
-
-
-def _link_user(uidb64: str, token: str) -> Any:
-    try:
-        user = get_user_model().objects.filter(pk=force_str(urlsafe_base64_decode(uidb64))).first()
-    except (ValueError, TypeError, OverflowError):
-        return None
-    if user is None or not user.is_active or not default_token_generator.check_token(user, token):
-        return None
-    return user
-
-
-@require_http_methods(["GET", "POST"])
-def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
-    """GET shows a button (so a link previewer cannot spend the link); POST logs in, once.
-
-    The token is Django's password-reset token: it dies with the first login (last_login changes),
-    with a password change, and after PASSWORD_RESET_TIMEOUT.
-    """
-    user = _link_user(uidb64, token)
-    if user is None:
-        return render(request, "registration/login_link.html", {"expired": True}, status=410)
-    if request.method == "GET":
-        return render(request, "registration/login_link.html", {"link_user": user})
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-    if not user.has_usable_password():
-        messages.info(request, "Welcome! Set a password below to log in again without a link.")
-        return redirect("tokens")
-    return redirect("home")
-
-
-@require_GET
-@login_required
-def audit(request: HttpRequest) -> HttpResponse:
-    """The user's audit trail (every state-changing call and action), optionally one session's."""
-    sid = request.GET.get("session", "")[:128]
-    rows = AuditEntry.objects.for_user(request.user, sid)
-    page = Paginator(rows.order_by("-created_at", "-id"), 50).get_page(request.GET.get("page"))
-    extra = f"session={quote(sid)}&" if sid else ""
-    return render(
-        request, "memory/audit.html", {"page": page, "sid": sid, "extra": extra, "region": "audit-list"}
-    )
