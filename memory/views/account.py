@@ -11,11 +11,13 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.contrib.auth.tokens import default_token_generator
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ottoweb.requests import HtmxRequest
 
 from .. import runs, services
 from ..forms import TokenForm
@@ -24,13 +26,13 @@ from ..models import ApiToken, AuditEntry, LearnedWindow
 # --- password and API tokens ---------------------------------------------------------------------
 
 
-def _password_form(request: HttpRequest, data: Any = None) -> SetPasswordForm | PasswordChangeForm:
+def _password_form(request: HtmxRequest, data: Any = None) -> SetPasswordForm | PasswordChangeForm:
     if request.user.has_usable_password():
         return PasswordChangeForm(request.user, data)
     return SetPasswordForm(request.user, data)
 
 
-def _account(request: HttpRequest, **extra: Any) -> dict[str, Any]:
+def _account(request: HtmxRequest, **extra: Any) -> dict[str, Any]:
     tokens = ApiToken.objects.filter(user=request.user).order_by("revoked_at", "-created_at")
     context = {
         "tokens": tokens,
@@ -44,7 +46,7 @@ def _account(request: HttpRequest, **extra: Any) -> dict[str, Any]:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: HtmxRequest) -> HttpResponse:
     """GET lists the tokens; POST issues one and shows it once (only its digest is kept)."""
     if request.method == "GET":
         return render(request, "memory/account.html", _account(request))
@@ -57,7 +59,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
+def revoke_token(request: HtmxRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.filter(user=request.user), pk=token_id)
     services.revoke_token(token=token)
     messages.success(request, f"Revoked token “{token.name}”: it no longer works.")
@@ -66,7 +68,7 @@ def revoke_token(request: HttpRequest, token_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def clear_learned(request: HttpRequest, learned_id: int) -> HttpResponse:
+def clear_learned(request: HtmxRequest, learned_id: int) -> HttpResponse:
     """Forget a window limit this user's runs taught; their fits use the table's window again."""
     row = get_object_or_404(LearnedWindow.objects.filter(user=request.user), pk=learned_id)
     runs.clear_learned_limit(user=request.user, model=row.model)
@@ -76,7 +78,7 @@ def clear_learned(request: HttpRequest, learned_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def password(request: HttpRequest) -> HttpResponse:
+def password(request: HtmxRequest) -> HttpResponse:
     form = _password_form(request, request.POST)
     if not form.is_valid():
         return render(request, "memory/account.html", _account(request, password_form=form), status=422)
@@ -103,7 +105,7 @@ def _link_user(uidb64: str, token: str) -> Any:
 
 
 @require_http_methods(["GET", "POST"])
-def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
+def login_link(request: HtmxRequest, uidb64: str, token: str) -> HttpResponse:
     """GET shows a button (so a link previewer cannot spend the link); POST logs in, once.
 
     The token is Django's password-reset token: it dies with the first login (last_login changes),
@@ -126,7 +128,7 @@ def login_link(request: HttpRequest, uidb64: str, token: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def audit(request: HttpRequest) -> HttpResponse:
+def audit(request: HtmxRequest) -> HttpResponse:
     """The user's audit trail (every state-changing call and action), optionally one session's."""
     sid = request.GET.get("session", "")[:128]
     rows = AuditEntry.objects.for_user(request.user, sid)

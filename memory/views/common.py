@@ -3,8 +3,10 @@ the event that tells the page a session changed."""
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django_htmx.http import trigger_client_event
+
+from ottoweb.requests import HtmxRequest
 
 from ..models import Session
 
@@ -12,7 +14,7 @@ from ..models import Session
 SESSION_CHANGED = "session-changed"
 
 
-def session_for(request: HttpRequest, sid: str) -> Session:
+def session_for(request: HtmxRequest, sid: str) -> Session:
     """The user's session `sid` with its token totals, or 404: another user's is no session."""
     session = Session.objects.for_user(request.user).with_totals().filter(sid=sid).first()
     if session is None:
@@ -20,9 +22,9 @@ def session_for(request: HttpRequest, sid: str) -> Session:
     return session
 
 
-def partial_target(request: HttpRequest) -> str | None:
+def partial_target(request: HtmxRequest) -> str | None:
     """The region an htmx request asked for (its hx-target id), None for a whole page."""
-    return request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
+    return request.htmx.target if request.htmx else None
 
 
 def changed(response: HttpResponse) -> HttpResponse:

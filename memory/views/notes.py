@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from ottoweb.errors import Invalid
+from ottoweb.requests import HtmxRequest
 
 from .. import scoped
 from ..models import ScopedMemory
@@ -19,7 +20,7 @@ NOTES_PER_PAGE = 20
 
 @require_GET
 @login_required
-def notes(request: HttpRequest) -> HttpResponse:
+def notes(request: HtmxRequest) -> HttpResponse:
     """The user's scopes and, for the chosen one (or every scope), a page of its notes, newest first."""
     key = request.GET.get("scope", "")
     try:
@@ -46,7 +47,7 @@ def notes(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def delete_note(request: HttpRequest, note_id: int) -> HttpResponse:
+def delete_note(request: HtmxRequest, note_id: int) -> HttpResponse:
     note = get_object_or_404(ScopedMemory.objects.filter(user=request.user), pk=note_id)
     scoped.delete_note(note=note)
     messages.success(request, f"Deleted a note of {note.project_key}.")
@@ -55,7 +56,7 @@ def delete_note(request: HttpRequest, note_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def delete_scope(request: HttpRequest) -> HttpResponse:
+def delete_scope(request: HtmxRequest) -> HttpResponse:
     try:
         scope, deleted = scoped.delete_scope(
             user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))

@@ -7,12 +7,13 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ottoweb.errors import ServiceError, TooLarge, TooManyJobs
+from ottoweb.requests import HtmxRequest
 
 from .. import reads, services
 from ..forms import ImportForm, RecallForm, ResetForm, SessionSearchForm
@@ -29,7 +30,7 @@ TABS = ("summary", "compact", "reset")
 
 @require_GET
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: HtmxRequest) -> HttpResponse:
     form = SessionSearchForm(request.GET)
     q = form.cleaned_data["q"] if form.is_valid() else ""
     rows = Session.objects.for_user(request.user).with_totals().matching(q).order_by("-updated_at", "-pk")
@@ -42,7 +43,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def import_view(request: HttpRequest) -> HttpResponse:
+def import_view(request: HtmxRequest) -> HttpResponse:
     form = ImportForm(request.POST, request.FILES)
     if form.is_valid():
         try:
@@ -64,7 +65,7 @@ def import_view(request: HttpRequest) -> HttpResponse:
 # --- one session ---------------------------------------------------------------------------------
 
 
-def _recall_context(request: HttpRequest, session: Session) -> dict[str, Any]:
+def _recall_context(request: HtmxRequest, session: Session) -> dict[str, Any]:
     if "q" not in request.GET:
         return {"recall_form": RecallForm(initial={"match": "semantic", "kind": "all"}), "recalled": None}
     form = RecallForm(request.GET)
@@ -79,7 +80,7 @@ def _recall_context(request: HttpRequest, session: Session) -> dict[str, Any]:
     return {"recall_form": form, "recalled": found}
 
 
-def _tab_context(session: Session, tab: str, request: HttpRequest) -> dict[str, Any]:
+def _tab_context(session: Session, tab: str, request: HtmxRequest) -> dict[str, Any]:
     if tab == "summary":
         bullets = Bullet.objects.of_kind(session, "history").live().order_by("first_position", "id")
         return {
@@ -104,7 +105,7 @@ def _compact_context(session: Session) -> dict[str, Any]:
 
 @require_GET
 @login_required
-def session_page(request: HttpRequest, sid: str) -> HttpResponse:
+def session_page(request: HtmxRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     tab = request.GET.get("tab", "summary")
     if tab not in TABS:
@@ -133,30 +134,30 @@ def session_page(request: HttpRequest, sid: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def bullet_turns(request: HttpRequest, sid: str, bullet_id: int) -> HttpResponse:
+def bullet_turns(request: HtmxRequest, sid: str, bullet_id: int) -> HttpResponse:
     session = session_for(request, sid)
     bullet = get_object_or_404(Bullet.objects.filter(session=session), pk=bullet_id)
     context = {"session": session, "bullet": bullet, "cited": reads.cited_turns(session, bullet)}
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return render(request, "memory/bullet.html#cited", context)
     return render(request, "memory/bullet.html", context)
 
 
 @require_POST
 @login_required
-def compact(request: HttpRequest, sid: str) -> HttpResponse:
+def compact(request: HtmxRequest, sid: str) -> HttpResponse:
     """Compact now (X and Y into a new generation, in this request) or, with `background`, run the
     compaction Y's overflow is due as a job whose progress the page polls."""
     session = session_for(request, sid)
     if request.POST.get("background"):
         job = services.enqueue_compaction(session=session)
-        if request.htmx:  # type: ignore[attr-defined]
+        if request.htmx:
             return render(request, "memory/_job.html", {"job": job, "session": session})
         return redirect("job", job_id=job.id)
     result = services.memory_action(session=session, action="compact")
     if result.get("job_id"):  # larger than a request should compact: the worker's, and the page follows it
         job = Job.objects.get(pk=result["job_id"])
-        if request.htmx:  # type: ignore[attr-defined]
+        if request.htmx:
             return render(request, "memory/_job.html", {"job": job, "session": session})
         return redirect("job", job_id=job.id)
     removed = result["removed"]
@@ -165,7 +166,7 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
         if removed
         else "Nothing to compact: X and Y hold no raw turns."
     )
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         session = session_for(request, sid)
         context = {"session": session, "tiers": reads.tiers(session), "note": note}
         context.update(_compact_context(session))
@@ -176,11 +177,11 @@ def compact(request: HttpRequest, sid: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def reset(request: HttpRequest, sid: str) -> HttpResponse:
+def reset(request: HtmxRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     form = ResetForm(request.POST)
     if not form.is_valid():
-        if not request.htmx:  # type: ignore[attr-defined]
+        if not request.htmx:
             messages.error(request, "Choose what to reset: keep the summary, or wipe everything.")
             return redirect(reverse("session", args=[session.sid]) + "?tab=reset")
         context = {"session": session, "tab": "reset", "tiers": reads.tiers(session)}
@@ -193,7 +194,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
         if mode == "summary"
         else "Reset: every turn and the whole summary were deleted."
     )
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         session = session_for(request, sid)
         context = {"session": session, "tab": "reset", "tiers": reads.tiers(session), "note": note}
         context.update(reset_form=ResetForm(), reset_mode=None)
@@ -204,7 +205,7 @@ def reset(request: HttpRequest, sid: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def export(request: HttpRequest, sid: str) -> HttpResponse:
+def export(request: HtmxRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     try:
         # The same bytes the API sends: within the import limit, so the file imports back.
@@ -218,7 +219,7 @@ def export(request: HttpRequest, sid: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def reembed(request: HttpRequest, sid: str) -> HttpResponse:
+def reembed(request: HtmxRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     try:
         job = services.enqueue_reembed(session=session)
@@ -226,14 +227,14 @@ def reembed(request: HttpRequest, sid: str) -> HttpResponse:
         response = HttpResponse(exc.detail, status=429, content_type="text/plain")
         response["Retry-After"] = str(exc.retry_after)
         return response
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return render(request, "memory/_job.html", {"job": job, "session": session})
     return redirect("job", job_id=job.id)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def delete(request: HttpRequest, sid: str) -> HttpResponse:
+def delete(request: HtmxRequest, sid: str) -> HttpResponse:
     """GET asks for confirmation (saying what goes); POST deletes and returns to the list."""
     session = session_for(request, sid)
     if request.method == "POST":
