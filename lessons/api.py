@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest
 from ninja import Query, Router, Status
 
+from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS
 
 from . import services
@@ -23,9 +23,9 @@ router = Router(tags=["lessons"])
 
 
 @router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS})
-def record_error_view(request: HttpRequest, body: ErrorIn):
+def record_error_view(request: ApiRequest, body: ErrorIn):
     recorded = services.record_error(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         tool=body.tool,
         error=body.error,
         action=body.action,
@@ -38,9 +38,9 @@ def record_error_view(request: HttpRequest, body: ErrorIn):
 
 
 @router.get("/errors", response={200: RecordListOut, **ERRORS})
-def list_errors(request: HttpRequest, params: Query[ErrorListParams]):
+def list_errors(request: ApiRequest, params: Query[ErrorListParams]):
     ranked = services.search_errors(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         tool=params.tool,
         query=params.q,
         match=params.match,
@@ -50,22 +50,22 @@ def list_errors(request: HttpRequest, params: Query[ErrorListParams]):
 
 
 @router.patch("/errors/{record_id}", response={200: RecordOut, **ERRORS})
-def update_error_view(request: HttpRequest, record_id: int, body: ActionIn):
-    record = services.get_live_error(user=request.auth.user, record_id=record_id)  # type: ignore[attr-defined]
+def update_error_view(request: ApiRequest, record_id: int, body: ActionIn):
+    record = services.get_live_error(user=request.auth.user, record_id=record_id)
     return services.update_error_action(record=record, action=body.action)
 
 
 @router.delete("/errors/{record_id}", response={204: None, **ERRORS})
-def delete_error_view(request: HttpRequest, record_id: int):
-    record = services.get_live_error(user=request.auth.user, record_id=record_id)  # type: ignore[attr-defined]
+def delete_error_view(request: ApiRequest, record_id: int):
+    record = services.get_live_error(user=request.auth.user, record_id=record_id)
     services.delete_error(record=record)
     return Status(204, None)
 
 
 @router.post("/related", response={200: RelatedOut, **ERRORS})
-def related_errors_view(request: HttpRequest, body: RelatedIn):
+def related_errors_view(request: ApiRequest, body: RelatedIn):
     ranked = services.find_related_errors(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         tool=body.tool,
         error=body.error,
         limit=body.limit,

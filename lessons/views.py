@@ -9,11 +9,12 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ottoweb.errors import Invalid, NotFound
+from ottoweb.requests import HtmxRequest
 
 from . import services
 from .forms import LessonFixForm, LessonSearchForm
@@ -23,7 +24,7 @@ LESSONS_PER_PAGE = 25
 EXPIRED_SHOWN = 20
 
 
-def _live_record(request: HttpRequest, record_id: int) -> ErrorRecord | HttpResponse:
+def _live_record(request: HtmxRequest, record_id: int) -> ErrorRecord | HttpResponse:
     """The user's live record, or the page that says it is gone (410) or never was (404)."""
     try:
         return services.get_live_error(user=request.user, record_id=record_id)
@@ -31,13 +32,13 @@ def _live_record(request: HttpRequest, record_id: int) -> ErrorRecord | HttpResp
         expired = ErrorRecord.objects.for_user(request.user).expired().filter(pk=record_id).first()
         if expired is None:
             raise Http404("no such lesson") from None
-        template = "lessons/list.html#gone-row" if request.htmx else "lessons/gone.html"  # type: ignore[attr-defined]
+        template = "lessons/list.html#gone-row" if request.htmx else "lessons/gone.html"
         return render(request, template, {"record": expired}, status=410)
 
 
 @require_GET
 @login_required
-def lesson_list(request: HttpRequest) -> HttpResponse:
+def lesson_list(request: HtmxRequest) -> HttpResponse:
     form = LessonSearchForm(request.GET)
     data = form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
     ranked = services.search_errors(
@@ -58,14 +59,14 @@ def lesson_list(request: HttpRequest) -> HttpResponse:
         "expired": expired,
         "query": data,
     }
-    if request.htmx and request.htmx.target == "lesson-list":  # type: ignore[attr-defined]
+    if request.htmx and request.htmx.target == "lesson-list":
         return render(request, "lessons/list.html#lesson-list", context)
     return render(request, "lessons/list.html", context)
 
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def lesson_edit(request: HttpRequest, record_id: int) -> HttpResponse:
+def lesson_edit(request: HtmxRequest, record_id: int) -> HttpResponse:
     """GET: the fix as an editable form. POST: rewrite the fix (the TTL is kept: editing is not a hit)."""
     record = _live_record(request, record_id)
     if isinstance(record, HttpResponse):
@@ -81,36 +82,36 @@ def lesson_edit(request: HttpRequest, record_id: int) -> HttpResponse:
             except Invalid as exc:
                 form.add_error("action", exc.detail)
             else:
-                if request.htmx:  # type: ignore[attr-defined]
+                if request.htmx:
                     return render(request, "lessons/list.html#lesson-row", {"record": record, "saved": True})
                 messages.success(request, f"Saved the fix for “{record.tool}”.")
                 return redirect("lessons")
         status = 422
     context = {"record": record, "form": form}
-    template = "lessons/list.html#edit-row" if request.htmx else "lessons/edit.html"  # type: ignore[attr-defined]
+    template = "lessons/list.html#edit-row" if request.htmx else "lessons/edit.html"
     return render(request, template, context, status=status)
 
 
 @require_GET
 @login_required
-def lesson_row(request: HttpRequest, record_id: int) -> HttpResponse:
+def lesson_row(request: HtmxRequest, record_id: int) -> HttpResponse:
     """One row as it reads (the Cancel of an inline edit)."""
     record = _live_record(request, record_id)
     if isinstance(record, HttpResponse):
         return record
-    if not request.htmx:  # type: ignore[attr-defined]
+    if not request.htmx:
         return redirect("lessons")
     return render(request, "lessons/list.html#lesson-row", {"record": record})
 
 
 @require_POST
 @login_required
-def lesson_delete(request: HttpRequest, record_id: int) -> HttpResponse:
+def lesson_delete(request: HtmxRequest, record_id: int) -> HttpResponse:
     record = _live_record(request, record_id)
     if isinstance(record, HttpResponse):
         return record
     services.delete_error(record=record)
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         return render(request, "lessons/list.html#deleted-row", {"record": record})
     messages.success(request, f"Deleted the lesson for “{record.tool}”.")
     return redirect("lessons")

@@ -10,8 +10,9 @@ from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.operation import Operation
 
-from memory.api import router as memory_router
+from memory.api import notes_router, runs_router, sessions_router
 from memory.auth import TokenAuth
 
 from .errors import ServiceError
@@ -19,7 +20,24 @@ from .parsing import BoundedParser, TooDeep
 
 log = logging.getLogger(__name__)
 
-api = NinjaAPI(
+# Published operation ids (clients name their methods after them) are ninja's "<module>_<function>"
+# of the modules the operations were first written in; memory/api/ keeps them.
+OPERATION_ID_PREFIXES = {
+    "memory.api.sessions": "memory_api",
+    "memory.api.runs": "memory_runs_api",
+    "memory.api.notes": "memory_scoped_api",
+}
+
+
+class OttowebAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        prefix = OPERATION_ID_PREFIXES.get(operation.view_func.__module__)
+        if prefix is None:
+            return super().get_openapi_operation_id(operation)
+        return f"{prefix}_{operation.view_func.__name__}"
+
+
+api = OttowebAPI(
     title="ottoweb",
     version="1",
     description="Memory for LLM agents: tiered short-term memory, recall, lessons, scoped notes.",
@@ -151,7 +169,7 @@ class MethodNotAllowedAsJson:
         return response
 
 
-api.add_router("/", memory_router)
-api.add_router("/", "memory.runs_api.router")
+api.add_router("/", sessions_router)
+api.add_router("/", runs_router)
 api.add_router("/lessons", "lessons.api.router")
-api.add_router("/memory", "memory.scoped_api.router")
+api.add_router("/memory", notes_router)

@@ -20,7 +20,7 @@ def check_storable(value: Any, path: str = "") -> None:
             where = f"{path}: " if path else ""
             raise PydanticCustomError("unstorable_text", "{problem}", {"problem": where + problem})
     elif isinstance(value, BaseModel) and not isinstance(value, CleanIn):
-        # A CleanIn model checked its own fields; a plain model (runs_api's pass-through messages)
+        # A CleanIn model checked its own fields; a plain model (memory/api/runs.py's pass-through messages)
         # is walked here, its extra fields included.
         for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
             check_storable(item, f"{path}.{name}" if path else name)

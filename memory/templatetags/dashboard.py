@@ -12,7 +12,7 @@ from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
-from memory.dashboard import fill
+from memory.reads import fill
 
 register = template.Library()
 

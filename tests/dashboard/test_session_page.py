@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory import dashboard, services
+from memory import reads, services
 from memory.models import Bullet, Item, Job, Session
 from memory.recall import recall
 
@@ -25,7 +25,7 @@ def totals(sid: str = "deploys") -> Session:
 
 def test_session_page_draws_the_tiers_against_their_budgets(alice_web, compacted):
     s = totals()
-    tiers = dashboard.tiers(s)
+    tiers = reads.tiers(s)
 
     html = alice_web.get("/sessions/deploys/").content.decode()
 
@@ -192,7 +192,7 @@ def test_compact_tab_offers_the_due_compaction_as_a_job_when_y_is_over_budget(al
 
 
 def test_reset_asks_for_confirmation_listing_what_will_be_lost(alice_web, compacted):
-    t = dashboard.tiers(totals())
+    t = reads.tiers(totals())
 
     keep = alice_web.get(
         "/sessions/deploys/", {"tab": "reset", "mode": "summary"}, **hx("memory-tabs")
@@ -200,7 +200,7 @@ def test_reset_asks_for_confirmation_listing_what_will_be_lost(alice_web, compac
     wipe = alice_web.get("/sessions/deploys/", {"tab": "reset", "mode": "all"}).content.decode()
 
     assert "Reset “Deploy rules” and keep its summary?" in keep
-    kept = dashboard.cited_archived_turns(totals())
+    kept = reads.cited_archived_turns(totals())
     assert 0 < kept <= t.archived_turns
     assert (
         f"<strong>{t.archived_turns - kept}</strong> archived turns the summary does not cite: "
@@ -221,7 +221,7 @@ def test_reset_asks_for_confirmation_listing_what_will_be_lost(alice_web, compac
 
 def test_reset_summary_deletes_every_turn_but_those_its_kept_bullets_cite(alice_web, compacted):
     bullets = Bullet.objects.of_kind(compacted, "history").live().count()
-    kept = dashboard.cited_archived_turns(compacted)
+    kept = reads.cited_archived_turns(compacted)
 
     response = alice_web.post("/sessions/deploys/reset/", {"mode": "summary"}, **hx("memory-tabs"))
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field
 
 from lessons.schemas import RecordOut
+from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from . import runs
-from .api import get_session
+from .. import runs
+from .sessions import get_session
 
 router = Router(tags=["runs"])
 
@@ -93,13 +93,13 @@ class WindowsQuery(CleanIn):
 
 
 @router.post("/runs/fit", response={200: FitOut, **ERRORS})
-def fit_run(request: HttpRequest, body: FitIn):
+def fit_run(request: ApiRequest, body: FitIn):
     session = get_session(request, body.session) if body.session is not None else None
     error = (
         runs.ContextLengthError(message=body.error.message, limit=body.error.limit) if body.error else None
     )
     outcome = runs.fit_run(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         model=body.model,
         # exclude_unset: a message goes back with exactly the fields it came with.
         messages=[m.model_dump(exclude_unset=True) for m in body.messages],
@@ -127,9 +127,9 @@ def fit_run(request: HttpRequest, body: FitIn):
 
 
 @router.get("/models/windows", response={200: WindowsOut, **ERRORS})
-def model_windows(request: HttpRequest, params: Query[WindowsQuery]):
+def model_windows(request: ApiRequest, params: Query[WindowsQuery]):
     registry = runs.window_registry()
-    mine = runs.DjangoLearnedStore(request.auth.user)  # type: ignore[attr-defined]
+    mine = runs.DjangoLearnedStore(request.auth.user)
     if params.model is not None:
         info = registry.lookup(runs.check_model(params.model), learned=mine)
         return {"items": [{"model": info.model, "window": info.window, "source": info.source}]}
@@ -155,14 +155,14 @@ class LearnedQuery(CleanIn):
 
 
 @router.get("/models/learned", response={200: LearnedListOut, **ERRORS})
-def learned_limits(request: HttpRequest):
+def learned_limits(request: ApiRequest):
     """The limits this user's runs have taught, by model; nobody else's."""
-    rows = runs.learned_limits(user=request.auth.user)  # type: ignore[attr-defined]
+    rows = runs.learned_limits(user=request.auth.user)
     return {"items": [{"model": r.model, "window": r.window, "updated_at": r.updated_at} for r in rows]}
 
 
 @router.delete("/models/learned", response={204: None, **ERRORS})
-def clear_learned_limit(request: HttpRequest, params: Query[LearnedQuery]):
+def clear_learned_limit(request: ApiRequest, params: Query[LearnedQuery]):
     """Forget a limit this user taught; the table's window applies to their runs again."""
-    runs.clear_learned_limit(user=request.auth.user, model=params.model)  # type: ignore[attr-defined]
+    runs.clear_learned_limit(user=request.auth.user, model=params.model)
     return Status(204, None)

@@ -11,7 +11,7 @@ from pydantic_core import PydanticCustomError
 
 from ottoweb.schemas import StrictIn
 
-from .engine.types import SESSION_ID_CHARS, parse_moment
+from ..engine.types import SESSION_ID_CHARS, parse_moment
 
 RoleName = Literal["user", "assistant", "tool", "system"]
 KindName = Literal["history", "context"]

@@ -5,20 +5,21 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Query, Router, Status
 from pydantic import Field
 
 from ottoweb import parsing
 from ottoweb.errors import Invalid, NotFound
+from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS as SHARED_ERRORS
 from ottoweb.schemas import CleanIn, ErrorOut
 
-from . import services
-from .context import session_context, session_summary
-from .engine.types import SESSION_ID
-from .models import AuditEntry, Item, Job, Session
-from .recall import recall
+from .. import services
+from ..engine.types import SESSION_ID
+from ..models import AuditEntry, Item, Job, Session
+from ..reads import session_context, session_summary
+from ..recall import recall
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -63,18 +64,18 @@ def user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: i
     return session
 
 
-def get_session(request: HttpRequest, sid: str, *, totals: bool = False) -> Session:
-    return user_session(request.auth.user, sid, totals=totals)  # type: ignore[attr-defined]
+def get_session(request: ApiRequest, sid: str, *, totals: bool = False) -> Session:
+    return user_session(request.auth.user, sid, totals=totals)
 
 
-def _summary(request: HttpRequest, sid: str) -> dict:
+def _summary(request: ApiRequest, sid: str) -> dict:
     return session_summary(get_session(request, sid, totals=True))
 
 
 @router.post("/sessions", response={201: SessionOut, **ERRORS})
-def create_session(request: HttpRequest, body: SessionIn):
+def create_session(request: ApiRequest, body: SessionIn):
     session = services.create_session(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         sid=body.id,
         title=body.title,
         workspace=body.workspace,
@@ -87,7 +88,7 @@ def create_session(request: HttpRequest, body: SessionIn):
 
 # Before /sessions/{sid}: Django would otherwise match "import" as a session id.
 @router.post("/sessions/import", response={201: SessionOut, 429: ErrorOut, **ERRORS})
-def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (the contract's name)
+def import_session(request: ApiRequest, id: str | None = None):  # noqa: A002 (the contract's name)
     """The body is a session document (GET …/export); validated whole before anything is written."""
     limit = settings.OTTO_MAX_IMPORT_BYTES
     size = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -104,7 +105,7 @@ def import_session(request: HttpRequest, id: str | None = None):  # noqa: A002 (
         raise Invalid(str(exc), field="$") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise Invalid(f"the document is not valid JSON ({exc})", field="$") from None
-    session = services.import_session(user=request.auth.user, document=document, sid=id)  # type: ignore[attr-defined]
+    session = services.import_session(user=request.auth.user, document=document, sid=id)
     return Status(201, _summary(request, session.sid))
 
 
@@ -116,14 +117,14 @@ class ListParams(CleanIn):
 
 
 @router.get("/sessions", response={200: SessionListOut, **ERRORS})
-def list_sessions(request: HttpRequest, params: Query[ListParams]):
-    rows = Session.objects.for_user(request.auth.user).matching(params.q)  # type: ignore[attr-defined]
+def list_sessions(request: ApiRequest, params: Query[ListParams]):
+    rows = Session.objects.for_user(request.auth.user).matching(params.q)
     page = rows.with_totals().order_by("-updated_at", "-id")[params.offset : params.offset + params.limit]
     return {"items": [session_summary(s) for s in page], "count": rows.count()}
 
 
 @router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS})
-def get_session_view(request: HttpRequest, sid: str):
+def get_session_view(request: ApiRequest, sid: str):
     session = get_session(request, sid, totals=True)
     return {
         **session_summary(session),
@@ -132,7 +133,7 @@ def get_session_view(request: HttpRequest, sid: str):
 
 
 @router.delete("/sessions/{sid}", response={204: None, **ERRORS})
-def delete_session(request: HttpRequest, sid: str):
+def delete_session(request: ApiRequest, sid: str):
     services.delete_session(session=get_session(request, sid))
     return Status(204, None)
 
@@ -152,7 +153,7 @@ def new_items(items: list[ItemIn]) -> list[services.NewItem]:
     ]
 
 
-def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
+def _append(request: ApiRequest, sid: str, items: list[ItemIn], *, batch: bool = False) -> list[dict]:
     session = get_session(request, sid)
     new = new_items(items)
     if batch:
@@ -164,17 +165,17 @@ def _append(request: HttpRequest, sid: str, items: list[ItemIn], *, batch: bool 
 
 
 @router.post("/sessions/{sid}/items", response={201: AppendOut, **ERRORS})
-def append_item(request: HttpRequest, sid: str, body: ItemIn):
+def append_item(request: ApiRequest, sid: str, body: ItemIn):
     return Status(201, _append(request, sid, [body])[0])
 
 
 @router.post("/sessions/{sid}/items/batch", response={201: BatchOut, **ERRORS})
-def append_batch(request: HttpRequest, sid: str, body: BatchIn):
+def append_batch(request: ApiRequest, sid: str, body: BatchIn):
     return Status(201, {"items": _append(request, sid, body.items, batch=True)})
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
-def get_context(request: HttpRequest, sid: str, kind: KindName = "history"):
+def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
 
 
@@ -197,34 +198,34 @@ def checked_recall(session: Session, body: RecallIn) -> dict:
 
 
 @router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
-def recall_view(request: HttpRequest, sid: str, body: RecallIn):
+def recall_view(request: ApiRequest, sid: str, body: RecallIn):
     return checked_recall(get_session(request, sid), body)
 
 
 @router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})
-def memory_action(request: HttpRequest, sid: str, body: MemoryActionIn):
+def memory_action(request: ApiRequest, sid: str, body: MemoryActionIn):
     """compact → {"removed"}; summary → {"count"}; reset (mode summary|all) → {"reset"}."""
     return services.memory_action(session=get_session(request, sid), action=body.action, mode=body.mode)
 
 
 @router.get("/sessions/{sid}/export", response={200: dict, **ERRORS})
-def export_session(request: HttpRequest, sid: str):
+def export_session(request: ApiRequest, sid: str):
     """The session document; 413 when it is larger than an import accepts (OTTO_MAX_IMPORT_BYTES)."""
     data = services.export_session_json(get_session(request, sid))
     return HttpResponse(data, content_type="application/json; charset=utf-8")
 
 
 @router.post("/sessions/{sid}/reembed", response={202: JobRef, 429: ErrorOut, **ERRORS})
-def reembed(request: HttpRequest, sid: str, body: ReembedIn | None = None):
+def reembed(request: ApiRequest, sid: str, body: ReembedIn | None = None):
     job = services.enqueue_reembed(session=get_session(request, sid), model=body.model if body else None)
     return Status(202, {"job_id": job.id})
 
 
 @router.get("/jobs/{job_id}", response={200: JobOut, **ERRORS})
-def get_job(request: HttpRequest, job_id: str):
+def get_job(request: ApiRequest, job_id: str):
     if not JOB_ID.match(job_id):
         raise NotFound("no job with that id")
-    job = Job.objects.for_user(request.auth.user).select_related("session").filter(pk=job_id).first()  # type: ignore[attr-defined]
+    job = Job.objects.for_user(request.auth.user).select_related("session").filter(pk=job_id).first()
     if job is None:
         raise NotFound(f"no job {job_id!r}")
     return {
@@ -245,9 +246,9 @@ class AuditParams(CleanIn):
 
 
 @router.get("/audit", response={200: dict, **ERRORS}, tags=["audit"])
-def audit_trail(request: HttpRequest, params: Query[AuditParams]):
+def audit_trail(request: ApiRequest, params: Query[AuditParams]):
     """The caller's audit trail (every state-changing call), newest first; `session` narrows it."""
-    rows = AuditEntry.objects.for_user(request.auth.user, params.session)  # type: ignore[attr-defined]
+    rows = AuditEntry.objects.for_user(request.auth.user, params.session)
     page = rows.order_by("-created_at", "-id")[params.offset : params.offset + params.limit]
     return {
         "items": [

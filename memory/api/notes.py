@@ -8,13 +8,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Schema, Status
 from pydantic import Field
 
+from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from . import scoped
+from .. import scoped
 
 router = Router(tags=["scoped memory"])
 
@@ -32,7 +32,7 @@ class RememberIn(ScopeIn):
     key: str | None = None
 
 
-# Named apart from memory.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
+# Named apart from memory.api.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
 # and two classes of one name make one of the two operations document the other's shape.
 class ScopedRecallIn(ScopeIn):
     # Required, but checked by the service: ottoweb/api.py's error handler drops a field named
@@ -102,10 +102,10 @@ def recalled(found: scoped.Recalled) -> dict[str, object]:
 
 
 @router.post("/remember", response={200: RememberOut, **ERRORS})
-def scoped_remember(request: HttpRequest, body: RememberIn):
+def scoped_remember(request: ApiRequest, body: RememberIn):
     return remembered(
         scoped.remember_note(
-            user=request.auth.user,  # type: ignore[attr-defined]
+            user=request.auth.user,
             content=body.content,
             key=body.key,
             app_name=body.appName,
@@ -117,10 +117,10 @@ def scoped_remember(request: HttpRequest, body: RememberIn):
 
 # exclude_unset: "degraded" appears only when search was unavailable, so a miss never carries it.
 @router.post("/recall", response={200: ScopedRecallOut, **ERRORS}, exclude_unset=True)
-def scoped_recall(request: HttpRequest, body: ScopedRecallIn):
+def scoped_recall(request: ApiRequest, body: ScopedRecallIn):
     return recalled(
         scoped.recall_notes(
-            user=request.auth.user,  # type: ignore[attr-defined]
+            user=request.auth.user,
             query=body.query,
             app_name=body.appName,
             domain=body.domain,
@@ -189,10 +189,10 @@ def stored_note(note) -> dict[str, object]:  # type: ignore[no-untyped-def]
 
 
 @router.get("/notes", response={200: NoteListOut, **ERRORS})
-def list_notes(request: HttpRequest, params: Query[NoteListQuery]):
+def list_notes(request: ApiRequest, params: Query[NoteListQuery]):
     """The caller's notes, newest first: of one scope when one is named, else of every scope."""
     rows, count = scoped.list_notes(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         app_name=params.appName,
         domain=params.domain,
         conversation_id=params.conversationId,
@@ -203,9 +203,9 @@ def list_notes(request: HttpRequest, params: Query[NoteListQuery]):
 
 
 @router.get("/scopes", response={200: ScopeListOut, **ERRORS})
-def list_scopes(request: HttpRequest):
+def list_scopes(request: ApiRequest):
     """Every scope the caller has notes in, most recently changed first."""
-    rows = scoped.scopes_of(user=request.auth.user)  # type: ignore[attr-defined]
+    rows = scoped.scopes_of(user=request.auth.user)
     return {
         "items": [
             {
@@ -220,21 +220,21 @@ def list_scopes(request: HttpRequest):
 
 
 @router.get("/notes/{note_id}", response={200: StoredNoteOut, **ERRORS})
-def read_note(request: HttpRequest, note_id: int):
-    return stored_note(scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
+def read_note(request: ApiRequest, note_id: int):
+    return stored_note(scoped.get_note(user=request.auth.user, note_id=note_id))
 
 
 @router.delete("/notes/{note_id}", response={204: None, **ERRORS})
-def delete_note(request: HttpRequest, note_id: int):
-    scoped.delete_note(note=scoped.get_note(user=request.auth.user, note_id=note_id))  # type: ignore[attr-defined]
+def delete_note(request: ApiRequest, note_id: int):
+    scoped.delete_note(note=scoped.get_note(user=request.auth.user, note_id=note_id))
     return Status(204, None)
 
 
 @router.delete("/notes", response={200: DeletedScopeOut, **ERRORS})
-def delete_scope(request: HttpRequest, params: Query[NoteScopeQuery]):
+def delete_scope(request: ApiRequest, params: Query[NoteScopeQuery]):
     """Delete every note of the named scope (a scope must be named: nothing deletes every note)."""
     scope, deleted = scoped.delete_scope(
-        user=request.auth.user,  # type: ignore[attr-defined]
+        user=request.auth.user,
         app_name=params.appName,
         domain=params.domain,
         conversation_id=params.conversationId,

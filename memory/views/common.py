@@ -1,0 +1,32 @@
+"""What the dashboard's views share: the user's session, the region an htmx request asked for, and
+the event that tells the page a session changed."""
+
+from __future__ import annotations
+
+from django.http import Http404, HttpResponse
+from django_htmx.http import trigger_client_event
+
+from ottoweb.requests import HtmxRequest
+
+from ..models import Session
+
+# After a change to the session, regions that show it reload themselves (hx-trigger "... from:body").
+SESSION_CHANGED = "session-changed"
+
+
+def session_for(request: HtmxRequest, sid: str) -> Session:
+    """The user's session `sid` with its token totals, or 404: another user's is no session."""
+    session = Session.objects.for_user(request.user).with_totals().filter(sid=sid).first()
+    if session is None:
+        raise Http404("no such session")
+    return session
+
+
+def partial_target(request: HtmxRequest) -> str | None:
+    """The region an htmx request asked for (its hx-target id), None for a whole page."""
+    return request.htmx.target if request.htmx else None
+
+
+def changed(response: HttpResponse) -> HttpResponse:
+    """`response`, telling the page (after the swap) that the session changed."""
+    return trigger_client_event(response, SESSION_CHANGED, after="swap")
