@@ -9,7 +9,7 @@ from django.conf import settings
 from .engine.queue import render_view
 from .engine.types import View
 from .models import TIER_X, TIER_Y, Bullet, Item, Session
-from .store import bullet_from_row, item_from_row
+from .storage import bullet_from_row, item_from_row
 
 
 def turn_dict(row: Item) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from . import services
 from .engine import bm25, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
-from .store import (
+from .storage import (
     BULLET_FIELDS,
     NO_BOUNDS,
     Bounds,
