@@ -7,7 +7,7 @@ import ctypes
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, TypeVarTuple
 
 import numpy as np
 from django.conf import settings
@@ -18,6 +18,8 @@ from ..engine.retrieval import index_context
 from .rows import said_from_sql
 
 T = TypeVar("T")
+# What else than (session, kind) a cache's values are keyed by: a vector's dimension, or nothing.
+Extra = TypeVarTuple("Extra")
 
 
 @dataclass(frozen=True)
@@ -27,7 +29,7 @@ class _Held(Generic[T]):
     newest: int  # the highest row id read
 
 
-class SessionCache(Generic[T]):
+class SessionCache(Generic[T, *Extra]):
     """A per-process cache of something built from one session and kind's rows, least recently
     used dropped first past `budget` bytes; the database stays the truth.
 
@@ -51,7 +53,7 @@ class SessionCache(Generic[T]):
         self._too_big: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
-    def get(self, session_pk: int, kind: str, *extra: Any) -> T | None:
+    def get(self, session_pk: int, kind: str, *extra: *Extra) -> T | None:
         """The session's current value, or None when it does not fit in the budget."""
         with connection.cursor() as cursor:
             cursor.execute(
@@ -103,7 +105,7 @@ class SessionCache(Generic[T]):
             return int(cursor.fetchone()[0])
 
     def _load(
-        self, session_pk: int, kind: str, since: int, newest: int, value: T | None, *extra: Any
+        self, session_pk: int, kind: str, since: int, newest: int, value: T | None, *extra: *Extra
     ) -> T | None:
         """`value` with the rows in (since, newest] added (built, when None), step by step; None
         as soon as it outgrows the budget."""
@@ -133,10 +135,10 @@ class SessionCache(Generic[T]):
         with self._lock:
             return sum(self._nbytes(h.value) for h in self._held.values())
 
-    def _row_bytes(self, *extra: Any) -> int:
+    def _row_bytes(self, *extra: *Extra) -> int:
         raise NotImplementedError
 
-    def _rows(self, session_pk: int, kind: str, since: int, newest: int, *extra: Any) -> list[Any]:
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int, *extra: *Extra) -> list[Any]:
         raise NotImplementedError
 
     def _build(self, rows: list[Any]) -> T:
@@ -172,7 +174,7 @@ class _Matrix:
     vectors: np.ndarray
 
 
-class VectorCache(SessionCache[list[_Matrix]]):
+class VectorCache(SessionCache[list[_Matrix], int]):
     """Recently searched sessions' vectors as float32 matrices (a large one and a tail of newer
     ones, merged when the tail passes a tenth).
 
@@ -203,10 +205,10 @@ class VectorCache(SessionCache[list[_Matrix]]):
         best = best[np.lexsort((best, -scores[best]))]
         return [(int(item_ids[i]), float(scores[i])) for i in best]
 
-    def _row_bytes(self, dim: int) -> int:  # type: ignore[override]
+    def _row_bytes(self, dim: int) -> int:
         return dim * 4
 
-    def _rows(self, session_pk: int, kind: str, since: int, newest: int, dim: int) -> list[Any]:  # type: ignore[override]
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int, dim: int) -> list[Any]:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT item_id, vector FROM memory_itemvector WHERE session_id = %s AND kind = %s "
@@ -254,10 +256,10 @@ class KeywordCache(SessionCache[bm25.Index]):
 
     table = "memory_item"
 
-    def _row_bytes(self) -> int:  # type: ignore[override]
+    def _row_bytes(self) -> int:
         return 600  # postings of ≈ 60 words a turn, measured ≈ 500 bytes
 
-    def _rows(self, session_pk: int, kind: str, since: int, newest: int) -> list[Any]:  # type: ignore[override]
+    def _rows(self, session_pk: int, kind: str, since: int, newest: int) -> list[Any]:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT i.id, c.text, i.role, i.name, i.occurred_at, i.utc_offset, "
