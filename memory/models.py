@@ -227,7 +227,7 @@ class Bullet(models.Model):
 class ItemVector(models.Model):
     """An item's embedding, stamped with the model that made it (float32 bytes, L2-normalised).
 
-    On SQLite the same vector is mirrored into a sqlite-vec table for KNN (memory/store.py).
+    On SQLite the same vector is mirrored into a sqlite-vec table for KNN (memory/storage/vectors.py).
     """
 
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="vector")

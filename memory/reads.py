@@ -19,7 +19,7 @@ from django.db.models.functions import Coalesce
 from .engine.queue import render_view
 from .engine.types import View
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, Session
-from .store import bullet_from_row, item_from_row
+from .storage import bullet_from_row, item_from_row
 
 # --- a session's summary and live context (REST API, MCP) ---------------------------------------
 

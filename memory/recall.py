@@ -3,7 +3,7 @@
 Stage 1 compiles the candidates: every chunk cited by a live bullet, plus the live tiers (history);
 every archived item (context, which has no bullet layer). Stage 2 ranks candidates — `semantic`
 fuses the item vectors' ranking with BM25 over the item and its context, both from the session's
-caches in this process when it fits (memory/store.py `VectorCache`, `KeywordCache`), else from
+caches in this process when it fits (memory/storage/caches.py `VectorCache`, `KeywordCache`), else from
 sqlite-vec and FTS5; `keyword` is FTS5 over the item's own words (then a substring scan) — and
 spends the token budget best-first (`engine.retrieval.assemble`). Embedding trouble never fails a
 recall: it degrades and says why.
@@ -25,7 +25,7 @@ from . import services
 from .engine import bm25, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
-from .store import (
+from .storage import (
     BULLET_FIELDS,
     NO_BOUNDS,
     Bounds,

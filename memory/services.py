@@ -35,7 +35,7 @@ from .engine.queue import Compacted, TieredQueue
 from .engine.retrieval import dense_text
 from .engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
 from .models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
-from .store import (
+from .storage import (
     DjangoTierStore,
     fts_delete,
     said_of,

@@ -232,8 +232,8 @@ OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")
 OTTO_EMBEDDING_MODEL = envstr("OTTO_EMBEDDING_MODEL", "minilm")
 # "inline" compacts inside the append that overflowed Y; "job" hands it to the Celery worker.
 OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")
-# Recall ranks a recently searched session's vectors from a matrix held in the process (memory/store.py
-# VectorCache), up to this many MB of them; a session that does not fit is searched in sqlite-vec.
+# Recall ranks a recently searched session's vectors from a matrix held in the process (memory/storage/
+# caches.py VectorCache), up to this many MB of them; a session that does not fit is searched in sqlite-vec.
 OTTO_VECTOR_CACHE_MB = envint("OTTO_VECTOR_CACHE_MB", 96)
 # Folders a re-embedding's `fastembed:<model>@<folder>` may name (comma-separated); any other is refused.
 OTTO_MODEL_DIRS = [

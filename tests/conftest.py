@@ -45,10 +45,10 @@ def _fresh_process_caches():
     too), which a real database never does; the process caches keyed by ids must not carry one
     test's rows into another's."""
     yield
-    from memory import recall, store
+    from memory import recall, storage
 
-    store.vector_cache.clear()
-    store.keyword_cache.clear()
+    storage.vector_cache.clear()
+    storage.keyword_cache.clear()
     recall._citations.cache_clear()
     recall._archived_speakers.cache_clear()
 

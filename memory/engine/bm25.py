@@ -1,6 +1,6 @@
 """BM25 over one session's items, held in memory: recall's lexical rankings for meaning.
 
-FTS5 (memory/store.py) is the keyword index of record and answers `match: keyword`. Ranking for
+FTS5 (memory/storage/fts.py) is the keyword index of record and answers `match: keyword`. Ranking for
 meaning runs two BM25 passes per recall (the question, and the question widened by feedback
 words), and FTS5 scores every row that shares a word with them: on a 5,000-turn session with a
 working vocabulary that was ≈ 12 ms of a 27 ms recall. The same formula over numpy postings takes

@@ -159,7 +159,7 @@ class View:
 
 
 class TierStore(Protocol):
-    """The storage the tiered queue needs; `memory/store.py` implements it on the ORM.
+    """The storage the tiered queue needs; `memory/storage/tiers.py` implements it on the ORM.
 
     Every method acts on one session; `kind` namespaces history and context so they never mix.
     """

@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client, override_settings
 
-from memory import embedding, services, store
+from memory import embedding, services, storage
 from memory.engine import embeddings
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
@@ -163,8 +163,8 @@ class LocalSections(Report):
         for q in asked[:WARM_UP]:
             recall(session, query=q)
         # A web process's first recall of the session builds its BM25 postings and reads its vectors.
-        store.vector_cache.clear()
-        store.keyword_cache.clear()
+        storage.vector_cache.clear()
+        storage.keyword_cache.clear()
         cold = timed(lambda: recall(session, query=asked[0]))
         stats = latency([timed(lambda q=q: recall(session, query=q)) for q in asked[WARM_UP:]])
         # Compactions embed as they go, so the build time holds most of the embedding for big sizes.

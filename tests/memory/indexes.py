@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from memory.store import scope_of
+from memory.storage import scope_of
 
 
 def fts_count(session_pk: int, kind: str) -> int:

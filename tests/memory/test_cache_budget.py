@@ -6,7 +6,7 @@ import random
 
 from memory import services
 from memory.services import NewItem
-from memory.store import KeywordCache
+from memory.storage import KeywordCache
 
 
 def tool_output(rng: random.Random, lines: int) -> str:
@@ -41,15 +41,15 @@ def test_a_recall_of_a_session_too_big_for_the_cache_ranks_by_the_database(alice
     services.append_items(
         session=session, items=[NewItem(role="tool", kind="context", text=t) for t in texts]
     )
-    from memory import store
+    from memory import storage
 
-    store.keyword_cache.budget = 100_000
+    storage.keyword_cache.budget = 100_000
     try:
         answer = alice_api.post(
             "/api/v1/sessions/logs/recall", {"query": "ENOSPC disk full", "kind": "context"}
         ).json()
     finally:
-        store.keyword_cache.budget = settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024
+        storage.keyword_cache.budget = settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024
 
     assert answer["results"]["context"][0]["turns"][0]["text"] == texts[2]
-    assert store.keyword_cache.nbytes() == 0
+    assert storage.keyword_cache.nbytes() == 0

@@ -1,0 +1,83 @@
+"""The engine's TierStore on the ORM; the only SQL for sqlite-vec and FTS5, and recall's reads
+and per-process caches.
+
+Callers hold the transaction. Every item is indexed for keyword search in the transaction that
+stores it; vectors are written later, off the append path (`memory/recall.py`).
+
+- `tiers.py`: `DjangoTierStore`, what the engine's `TieredQueue` stores through.
+- `reads.py`: recall's reads in plain SQL (items by id or position, substring scan, bullets).
+- `fts.py`: the keyword index (FTS5 on SQLite, tsvector on PostgreSQL) and BM25 from the cache.
+- `vectors.py`: the sqlite-vec mirror of the vectors, vector search, items still unembedded.
+- `caches.py`: the per-process `vector_cache` and `keyword_cache`, within a memory budget.
+- `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
+"""
+
+from .caches import KeywordCache, SessionCache, VectorCache, keyword_cache, release_memory, vector_cache
+from .fts import bm25_search, fts_delete, fts_index, fts_search, scope_of
+from .reads import (
+    BULLET_FIELDS,
+    SUBSTRING_BATCH,
+    item_rows,
+    item_texts,
+    items_within,
+    kinds_present,
+    live_bullets,
+    pending_speakers,
+    recall_version,
+    substring_search,
+    turn_rows,
+)
+from .rows import bullet_from_row, item_from_row, moment, said_from_sql, said_of
+from .sql import NO_BOUNDS, Bounds
+from .tiers import DjangoTierStore
+from .vectors import (
+    ensure_vec_table,
+    other_model_vectors,
+    sessions_missing_vectors,
+    unembedded_items,
+    vec_delete,
+    vec_search,
+    vec_tables,
+    vec_write,
+)
+
+__all__ = [
+    "BULLET_FIELDS",
+    "NO_BOUNDS",
+    "SUBSTRING_BATCH",
+    "Bounds",
+    "DjangoTierStore",
+    "KeywordCache",
+    "SessionCache",
+    "VectorCache",
+    "bm25_search",
+    "bullet_from_row",
+    "ensure_vec_table",
+    "fts_delete",
+    "fts_index",
+    "fts_search",
+    "item_from_row",
+    "item_rows",
+    "item_texts",
+    "items_within",
+    "keyword_cache",
+    "kinds_present",
+    "live_bullets",
+    "moment",
+    "other_model_vectors",
+    "pending_speakers",
+    "recall_version",
+    "release_memory",
+    "said_from_sql",
+    "said_of",
+    "scope_of",
+    "sessions_missing_vectors",
+    "substring_search",
+    "turn_rows",
+    "unembedded_items",
+    "vec_delete",
+    "vec_search",
+    "vec_tables",
+    "vec_write",
+    "vector_cache",
+]

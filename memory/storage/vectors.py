@@ -1,0 +1,172 @@
+"""Vector rows: the sqlite-vec (vec0) mirror of `ItemVector` on SQLite, vector search (the
+in-process `vector_cache`, sqlite-vec, or an exact pass over the session elsewhere), and the
+embedding worker's reads of items still without a vector."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from django.db import connection
+
+from ..engine.embeddings import Vectors, from_blob
+from .caches import vector_cache
+from .sql import NO_BOUNDS, Bounds, is_sqlite
+
+
+def _vec_table(dim: int) -> str:
+    return f"memory_item_vec_{int(dim)}"
+
+
+def ensure_vec_table(dim: int) -> None:
+    if not is_sqlite():
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE VIRTUAL TABLE IF NOT EXISTS {_vec_table(dim)} USING vec0("
+            "item_id integer primary key, session_id integer partition key, kind text, model text, "
+            f"embedding float[{int(dim)}] distance_metric=cosine)"
+        )
+
+
+def vec_tables() -> list[int]:
+    """Dimensions that have a vec0 table in this database (its shadow tables are skipped)."""
+    if not is_sqlite():
+        return []
+    prefix = "memory_item_vec_"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE %s", [prefix + "%"])
+        suffixes = [row[0][len(prefix) :] for row in cursor.fetchall()]
+    return sorted(int(s) for s in suffixes if s.isdigit())
+
+
+def _has_vec_table(cursor: Any, dim: int) -> bool:
+    # One indexed lookup of a name, where vec_tables() lists them all (a recall asks every time).
+    cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [_vec_table(dim)])
+    return cursor.fetchone() is not None
+
+
+def vec_write(rows: Sequence[tuple[int, int, str, str, bytes]], dim: int) -> None:
+    """Mirror (item_id, session_id, kind, model, float32 bytes) rows into the vec0 table."""
+    if not rows or not is_sqlite():
+        return
+    ensure_vec_table(dim)
+    table = _vec_table(dim)
+    with connection.cursor() as cursor:
+        cursor.executemany(f"DELETE FROM {table} WHERE item_id = %s", [(r[0],) for r in rows])
+        cursor.executemany(
+            f"INSERT INTO {table}(item_id, session_id, kind, model, embedding) VALUES (%s, %s, %s, %s, %s)",
+            list(rows),
+        )
+
+
+def vec_delete(item_ids: Iterable[int]) -> None:
+    ids = list(item_ids)
+    if not ids or not is_sqlite():
+        return
+    with connection.cursor() as cursor:
+        for dim in vec_tables():
+            cursor.executemany(f"DELETE FROM {_vec_table(dim)} WHERE item_id = %s", [(i,) for i in ids])
+
+
+def vec_search(
+    session_pk: int,
+    kind: str,
+    model: str | None,
+    query: Vectors,
+    *,
+    limit: int,
+    bounds: Bounds = NO_BOUNDS,
+    among: np.ndarray | None = None,
+) -> list[tuple[int, float]]:
+    """Item ids nearest to `query` among the session's vectors of `model`, best first (cosine).
+
+    `model` None: every vector of the session and kind — for a caller that has checked they all
+    come from one model (vec0 filtering on the model's name cost a third of the search); only
+    such searches use the in-process `vector_cache`.
+    """
+    from ..models import ItemVector
+
+    dim = int(query.shape[-1])
+    query = np.asarray(query, dtype=np.float32)
+    if model is None:
+        found = vector_cache.search(session_pk, kind, query, limit, among if bounds else None)
+        if found is not None:
+            return found
+    if is_sqlite() and not bounds:
+        model_filter, params = ("", []) if model is None else (" AND model = %s", [model])
+        with connection.cursor() as cursor:
+            if not _has_vec_table(cursor, dim):
+                return []
+            cursor.execute(
+                f"SELECT item_id, distance FROM {_vec_table(dim)} WHERE embedding MATCH %s AND k = %s "
+                f"AND session_id = %s AND kind = %s{model_filter}",
+                [query.tobytes(), limit, session_pk, kind, *params],
+            )
+            return [(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()]
+    # No vector index here, or a time window (vec0 cannot filter on it): exact search over the
+    # session's own vectors (inside the window), which is one session's worth.
+    vectors = ItemVector.objects.filter(session_id=session_pk, kind=kind)
+    if bounds.since is not None:
+        vectors = vectors.filter(item__occurred_at__gte=bounds.since)
+    if bounds.until is not None:
+        vectors = vectors.filter(item__occurred_at__lt=bounds.until)
+    if model is not None:
+        vectors = vectors.filter(model=model)
+    rows = list(vectors.values_list("item_id", "vector"))
+    if not rows:
+        return []
+    matrix = np.vstack([from_blob(bytes(v)) for _, v in rows])
+    scores = matrix @ query
+    order = np.argsort(-scores)[:limit]
+    return [(int(rows[i][0]), float(scores[i])) for i in order]
+
+
+def other_model_vectors(session_pk: int, kind: str, model: str) -> bool:
+    """Whether any of the session's vectors of `kind` is stamped with another model than `model`."""
+    # Two seeks on the (session, kind, model) index, one each side of `model`: `model <> %s`
+    # walked every vector of the session.
+    with connection.cursor() as cursor:
+        for side in ("<", ">"):
+            cursor.execute(
+                f"SELECT 1 FROM memory_itemvector WHERE session_id = %s AND kind = %s AND model {side} %s "
+                "LIMIT 1",
+                [session_pk, kind, model],
+            )
+            if cursor.fetchone() is not None:
+                return True
+    return False
+
+
+def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: int | None) -> list[int]:
+    """Ids of the session's items of `kind` with no vector, oldest first; `newest` looks only at
+    that many newest items (an anti-join over the newest, not the whole session)."""
+    if newest is None:
+        source, where, params = "memory_item", "i.session_id = %s AND i.kind = %s AND ", [session_pk, kind]
+    else:
+        source = (
+            "(SELECT id, position FROM memory_item WHERE session_id = %s AND kind = %s "
+            "ORDER BY position DESC LIMIT %s)"
+        )
+        where, params = "", [session_pk, kind, newest]
+    sql = (
+        f"SELECT i.id FROM {source} i LEFT JOIN memory_itemvector v ON v.item_id = i.id "
+        f"WHERE {where}v.id IS NULL ORDER BY i.position"
+    )
+    if limit is not None:
+        sql += " LIMIT %s"
+        params.append(limit)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [int(row[0]) for row in cursor.fetchall()]
+
+
+def sessions_missing_vectors() -> list[tuple[int, str]]:
+    """(session pk, kind) of every session holding an item with no vector (the worker's sweep)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT i.session_id, i.kind FROM memory_item i "
+            "LEFT JOIN memory_itemvector v ON v.item_id = i.id WHERE v.id IS NULL"
+        )
+        return [(int(pk), str(kind)) for pk, kind in cursor.fetchall()]
