@@ -25,16 +25,16 @@ from django.utils import timezone
 from ottoweb.celery import app as celery_app
 from ottoweb.errors import Conflict, Invalid, TooLarge, TooManyJobs
 
-from . import embedding, importing, providers
-from .engine import tokens as tok
-from .engine.compaction import Summarizer
-from .engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
-from .engine.hashing import content_hash
-from .engine.queue import Compacted, TieredQueue
-from .engine.retrieval import dense_text
-from .engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
-from .models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
-from .store import (
+from .. import embedding, importing, providers
+from ..engine import tokens as tok
+from ..engine.compaction import Summarizer
+from ..engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_embedder, to_blob
+from ..engine.hashing import content_hash
+from ..engine.queue import Compacted, TieredQueue
+from ..engine.retrieval import dense_text
+from ..engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
+from ..models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
+from ..store import (
     DjangoTierStore,
     fts_delete,
     said_of,
@@ -609,7 +609,7 @@ def _check_model_spec(model: str) -> None:
     from anywhere on its machine, and an error quoting the path would tell them what exists there.
     The answer names the model, never a path.
     """
-    from .engine.embeddings import build
+    from ..engine.embeddings import build
 
     name, _, folder = model.partition("@")
     if folder and model.startswith("fastembed:"):
