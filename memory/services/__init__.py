@@ -15,14 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any, TypeVar
+from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ottoweb.celery import app as celery_app
 from ottoweb.errors import Conflict, Invalid, TooLarge, TooManyJobs
 
 from .. import embedding, importing, providers
@@ -33,7 +32,7 @@ from ..engine.hashing import content_hash
 from ..engine.queue import Compacted, TieredQueue
 from ..engine.retrieval import dense_text
 from ..engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
-from ..models import ApiToken, Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
+from ..models import Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
 from ..store import (
     DjangoTierStore,
     fts_delete,
@@ -43,35 +42,11 @@ from ..store import (
     vec_delete,
     vec_write,
 )
+from .dispatch import JOB_TASKS, send_on_commit, send_task
+from .retry import DB_RETRY_PAUSES, with_db_retry
+from .tokens import issue_token, revoke_token
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-
-# A job's claim, load, rounds, progress and finish, and the worker's vector writes, meet database
-# errors that pass: SQLite's "database is locked" behind a long writer (each try already waits
-# busy_timeout), a PostgreSQL connection that went away. Raised out of a task, such an error was
-# acknowledged by Celery and the job stayed `queued` for good; each is tried again after these pauses.
-DB_RETRY_PAUSES: tuple[float, ...] = (0.5, 1, 2, 4, 8, 16, 30)
-
-
-def with_db_retry(what: str, call: Callable[[], T]) -> T:
-    """`call()`, tried again with backoff while it raises DatabaseError; the last error is raised.
-
-    Only for work that is safe to repeat and runs outside any transaction (a failed transaction
-    has rolled back whole, so trying it again is trying it once).
-    """
-    for pause in DB_RETRY_PAUSES:
-        try:
-            return call()
-        except DatabaseError as exc:
-            if connection.in_atomic_block:
-                raise  # the enclosing transaction is spoilt: whoever opened it retries
-            log.warning("%s: %s; trying again in %s s", what, exc, pause)
-            # A connection the error broke (PostgreSQL restarted) is replaced on the next query.
-            connection.close_if_unusable_or_obsolete()
-            time.sleep(pause)
-    return call()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +86,6 @@ def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer 
         if session.protected_share is not None
         else settings.OTTO_PROTECTED_SHARE,
     )
-
-
-def issue_token(*, user, name: str) -> tuple[ApiToken, str]:  # type: ignore[no-untyped-def]
-    """Issue an API token for `user`; the plain token is returned once and never stored."""
-    return ApiToken.issue(user, name)
-
-
-def revoke_token(*, token: ApiToken) -> None:
-    ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
 
 
 # Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
@@ -311,7 +277,7 @@ def _schedule_embedding(session: Session, kind: str) -> None:
     def send() -> None:
         # Twice the window: an append skipped inside the window has its own commit's worth of
         # time to land before the task looks.
-        _send("memory.embed_session", countdown=2 * EMBED_DELAY, session_pk=session.pk, kind=kind)
+        send_task("memory.embed_session", countdown=2 * EMBED_DELAY, session_pk=session.pk, kind=kind)
 
     transaction.on_commit(send, robust=True)
 
@@ -551,29 +517,6 @@ def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = Non
     )
 
 
-# The worker's task for each kind of job (memory/tasks.py registers them under these names). Jobs are
-# sent by name: the task module imports the services, so the services never import it.
-JOB_TASKS = {
-    "compact": "memory.compact_session",
-    "reembed": "memory.reembed_session",
-    "store_context": "memory.store_context",
-}
-
-
-def _send(task: str, *, countdown: float | None = None, **kwargs: Any) -> None:
-    """Send the task named `task` to the worker with `kwargs`."""
-    celery_app.send_task(task, kwargs=kwargs, countdown=countdown)
-
-
-def _send_on_commit(task: str, **kwargs: Any) -> None:
-    """Send `task` once the transaction commits; a broker that cannot take it is logged, not raised.
-
-    The job row is committed either way and a starting worker resends unfinished jobs, so a full
-    disk under the broker (or a broker outage) never turns a committed write into a 500.
-    """
-    transaction.on_commit(lambda: _send(task, **kwargs), robust=True)
-
-
 def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
     """A compaction job for the session (the unfinished one if there is one), sent on commit.
 
@@ -598,7 +541,7 @@ def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
             error=f"abandoned: no worker finished it within {JOB_LEASE}; job {job.id} replaces it",
             finished_at=timezone.now(),
         )
-    _send_on_commit(JOB_TASKS["compact"], job_id=job.id)
+    send_on_commit(JOB_TASKS["compact"], job_id=job.id)
     return job
 
 
@@ -645,7 +588,7 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
             return queued
         _check_queue_room(session)
         job = _new_job(session=session, kind="reembed", params=params)
-        _send_on_commit(JOB_TASKS["reembed"], job_id=job.id)
+        send_on_commit(JOB_TASKS["reembed"], job_id=job.id)
     return job
 
 
@@ -696,7 +639,7 @@ def enqueue_context_store(*, session: Session, items: Sequence[NewItem]) -> Job:
             job=job,
             items=[{"role": i.role, "text": i.text, "meta": i.meta or {}, "name": i.name} for i in items],
         )
-        _send_on_commit(JOB_TASKS["store_context"], job_id=job.id)
+        send_on_commit(JOB_TASKS["store_context"], job_id=job.id)
     return job
 
 
@@ -919,7 +862,7 @@ def requeue_unfinished_jobs() -> int:
     for job in Job.objects.unfinished():
         task = JOB_TASKS.get(job.kind)
         if task is not None:
-            _send(task, job_id=job.id)
+            send_task(task, job_id=job.id)
             count += 1
     return count
 
@@ -1173,3 +1116,56 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
         session.refresh_from_db()
         enqueue_reembed(session=session)
     return session
+
+
+__all__ = [
+    "AppendOutcome",
+    "DB_RETRY_PAUSES",
+    "EMBED_BATCH",
+    "EMBED_DELAY",
+    "EXPORT_FORMAT",
+    "EXPORT_VERSION",
+    "JOB_LEASE",
+    "JOB_TASKS",
+    "JobBusy",
+    "MAX_ROUNDS",
+    "NewItem",
+    "RECALL_EMBED_LIMIT",
+    "RECALL_EMBED_WINDOW",
+    "UNADDRESSABLE_IDS",
+    "append_items",
+    "bounded_batches",
+    "check_batch",
+    "check_session_id",
+    "claim_job",
+    "compact_session",
+    "create_session",
+    "delete_session",
+    "embed_items",
+    "embed_missing",
+    "embed_pending",
+    "embed_stragglers",
+    "enqueue_compaction",
+    "enqueue_context_store",
+    "enqueue_reembed",
+    "export_session",
+    "export_session_json",
+    "import_session",
+    "issue_token",
+    "memory_action",
+    "queue_for",
+    "rebuild_summary",
+    "reembed_session",
+    "requeue_unfinished_jobs",
+    "reset_session",
+    "revoke_token",
+    "run_compaction_job",
+    "run_due_compactions",
+    "run_reembed_job",
+    "run_store_job",
+    "session_embedder",
+    "store_context_items",
+    "summarizer_for",
+    "with_db_retry",
+    "worker_name",
+]
