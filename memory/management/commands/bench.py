@@ -58,7 +58,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.test import Client, override_settings
 
-from memory import embedding, services, store
+from memory import services, store
 from memory.engine import embeddings
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
@@ -74,6 +74,7 @@ from memory.evaluation.processes import (
 )
 from memory.models import Bullet, Session, TierState
 from memory.recall import recall
+from memory.services import embedding
 
 # The child's marker: set to its private OTTO_DATA_DIR, so it knows it may write there.
 CHILD_FLAG = "OTTO_BENCH_CHILD"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from memory.embedding import SETTING_KEY
 from memory.models import Session, Setting
 from memory.services import reembed_session
+from memory.services.embedding import SETTING_KEY
 
 
 class Command(BaseCommand):
