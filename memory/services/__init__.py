@@ -13,26 +13,24 @@ import socket
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ottoweb.errors import Conflict, Invalid, TooLarge, TooManyJobs
+from ottoweb.errors import Invalid, TooLarge, TooManyJobs
 
-from .. import importing, providers
+from .. import importing
 from ..engine import tokens as tok
-from ..engine.compaction import Summarizer
 from ..engine.embeddings import EmbeddingUnavailable, canonical
 from ..engine.hashing import content_hash
-from ..engine.queue import Compacted, TieredQueue
-from ..engine.types import KINDS, ROLES, SESSION_ID, Draft, meta_problem, name_problem
+from ..engine.queue import TieredQueue
+from ..engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
 from ..models import Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
-from ..store import DjangoTierStore, fts_delete, vec_delete
-from . import embedding
+from ..store import DjangoTierStore
+from .compaction import compact_session, queue_for, summarizer_for
 from .dispatch import JOB_TASKS, send_on_commit, send_task
 from .embedding import (
     EMBED_BATCH,
@@ -49,6 +47,7 @@ from .embedding import (
     session_embedder,
 )
 from .retry import DB_RETRY_PAUSES, with_db_retry
+from .sessions import UNADDRESSABLE_IDS, check_session_id, create_session, delete_session, reset_session
 from .tokens import issue_token, revoke_token
 
 log = logging.getLogger(__name__)
@@ -72,83 +71,6 @@ class AppendOutcome:
     kind: str
     position: int
     compaction: dict[str, Any] | None
-
-
-@lru_cache(maxsize=4)
-def summarizer_for(spec: str) -> Summarizer:
-    """The summariser named by OTTO_SUMMARIZER (docs/decisions.md, foundation 4)."""
-    return providers.summarizer(spec)
-
-
-def queue_for(session: Session, kind: str = "history", *, summarize: Summarizer | None = None) -> TieredQueue:
-    return TieredQueue(
-        DjangoTierStore(session),
-        kind=kind,
-        x_budget=session.x_budget,
-        y_budget=session.y_budget,
-        summarize=summarize or summarizer_for(settings.OTTO_SUMMARIZER),
-        protected_share=session.protected_share
-        if session.protected_share is not None
-        else settings.OTTO_PROTECTED_SHARE,
-    )
-
-
-# Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
-# and /sessions/import is the import route.
-UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
-
-
-def check_session_id(sid: str) -> None:
-    if not SESSION_ID.match(sid):
-        raise Invalid(
-            "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
-        )
-    if sid in UNADDRESSABLE_IDS:
-        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field="id")
-
-
-def create_session(
-    *,
-    user,  # type: ignore[no-untyped-def]
-    sid: str | None = None,
-    title: str = "",
-    workspace: str = "",
-    x_budget: int | None = None,
-    y_budget: int | None = None,
-    protected_share: float | None = None,
-) -> Session:
-    """Create a session for `user`; its id is generated when absent. Conflict when the id is taken."""
-    if sid is None:
-        sid = "s-" + secrets.token_hex(8)
-    check_session_id(sid)
-    if protected_share is not None and not 0.05 <= protected_share <= 1.0:
-        raise Invalid("protected_share must be between 0.05 and 1", field="protected_share")
-    try:
-        with transaction.atomic():
-            session = Session.objects.create(
-                user=user,
-                sid=sid,
-                title=title,
-                workspace=workspace,
-                x_budget=x_budget or settings.OTTO_X_BUDGET,
-                y_budget=y_budget or settings.OTTO_Y_BUDGET,
-                embedding_model=embedding.database_stamp(),
-                protected_share=protected_share,
-            )
-            TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
-    except IntegrityError:
-        raise Conflict(f"session id {sid!r} is taken", field="id") from None
-    return session
-
-
-def delete_session(*, session: Session) -> None:
-    """Remove the session and everything of it (items, chunks, bullets, vectors, index rows)."""
-    with transaction.atomic():
-        item_ids = list(session.items.values_list("pk", flat=True))
-        fts_delete(item_ids)
-        vec_delete(item_ids)
-        session.items.all().delete()
-        session.delete()
 
 
 def _check_item(item: NewItem, index: int | None = None) -> None:
@@ -266,23 +188,6 @@ def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
     compact_session(session=session, kind=queue.kind, queue=queue)
     transaction.on_commit(lambda: embed_quietly(session, queue.kind))
     return None
-
-
-def compact_session(
-    *,
-    session: Session,
-    kind: str = "history",
-    force: bool = False,
-    include_x: bool = False,
-    queue: TieredQueue | None = None,
-) -> Compacted | None:
-    """Compact one kind of the session now: raw Y items archived, Y replaced by cited bullets."""
-    with transaction.atomic():
-        queue = queue or queue_for(session, kind)
-        compacted = queue.compact(force=force, include_x=include_x)
-        if compacted is not None and compacted.result.summarizer_error:
-            log.warning("session %s: %s", session.sid, compacted.result.summarizer_error)
-        return compacted
 
 
 # --- background jobs ----------------------------------------------------------------------------
@@ -717,43 +622,6 @@ def rebuild_summary(*, session: Session) -> int:
         if plan is not None:
             queue.commit(plan)
         return Bullet.objects.of_kind(session, "history").live().count()
-
-
-def reset_session(*, session: Session, mode: str) -> None:
-    """Clear the conversation: items, chunks, vectors and index rows of both kinds.
-
-    mode "summary" keeps the rolling summary: the live bullets, and behind them the archived turns
-    they cite (chunk, item, vector, index row), so every hash a kept bullet cites still resolves,
-    the dashboard can open it, recall finds it and the session's export is accepted by its own
-    import. Everything else goes: X, Y raw, uncited archived turns, the context tier, and the
-    superseded generations (they cite turns that are gone). "all" deletes every bullet generation
-    too and starts the generation count again.
-    """
-    with transaction.atomic():
-        kept: set[int] = set()
-        if mode == "summary":
-            cited = {
-                h
-                for refs in session.bullets.filter(superseded=False).values_list("hash_refs", flat=True)
-                for h in refs
-            }
-            kept = set(
-                session.items.filter(tier="a", kind="history", chunk__hash__in=cited).values_list(
-                    "pk", flat=True
-                )
-            )
-        item_ids = [pk for pk in session.items.values_list("pk", flat=True) if pk not in kept]
-        fts_delete(item_ids)
-        vec_delete(item_ids)
-        for start in range(0, len(item_ids), 500):
-            Item.objects.filter(pk__in=item_ids[start : start + 500]).delete()
-        session.chunks.exclude(items__isnull=False).delete()
-        if mode == "all":
-            session.bullets.all().delete()
-            TierState.objects.filter(session=session).update(generation=0)
-        else:
-            session.bullets.filter(superseded=True).delete()
-        Session.objects.filter(pk=session.pk).update(turns=0, updated_at=timezone.now())
 
 
 # --- export / import ------------------------------------------------------------------------------
