@@ -7,31 +7,23 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import secrets
-import socket
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, transaction
-from django.db.models import F
 from django.utils import timezone
 
-from ottoweb.errors import Invalid, TooLarge, TooManyJobs
+from ottoweb.errors import Invalid, TooLarge
 
 from .. import importing
 from ..engine import tokens as tok
-from ..engine.embeddings import EmbeddingUnavailable, canonical
-from ..engine.hashing import content_hash
-from ..engine.queue import TieredQueue
-from ..engine.types import KINDS, ROLES, Draft, meta_problem, name_problem
+from ..engine.embeddings import EmbeddingUnavailable
+from ..engine.types import KINDS, Draft
 from ..models import Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
 from ..store import DjangoTierStore
 from .compaction import compact_session, queue_for, summarizer_for
-from .dispatch import JOB_TASKS, send_on_commit, send_task
+from .dispatch import JOB_TASKS
 from .embedding import (
     EMBED_BATCH,
     EMBED_DELAY,
@@ -46,6 +38,17 @@ from .embedding import (
     schedule_embedding,
     session_embedder,
 )
+from .items import AppendOutcome, NewItem, append_items, bounded_batches, check_batch, store_context_items
+from .jobs import (
+    JOB_LEASE,
+    JobBusy,
+    claim_job,
+    enqueue_compaction,
+    enqueue_context_store,
+    enqueue_reembed,
+    requeue_unfinished_jobs,
+    worker_name,
+)
 from .retry import DB_RETRY_PAUSES, with_db_retry
 from .sessions import UNADDRESSABLE_IDS, check_session_id, create_session, delete_session, reset_session
 from .tokens import issue_token, revoke_token
@@ -53,307 +56,10 @@ from .tokens import issue_token, revoke_token
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class NewItem:
-    role: str
-    text: str
-    kind: str = "history"
-    protected: bool | None = None
-    meta: dict[str, Any] | None = None
-    # Who said it, and when it happened (None: now, its arrival).
-    name: str = ""
-    occurred_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AppendOutcome:
-    hash: str
-    kind: str
-    position: int
-    compaction: dict[str, Any] | None
-
-
-def _check_item(item: NewItem, index: int | None = None) -> None:
-    where = "" if index is None else f"items[{index}]."
-    if item.role not in ROLES:
-        raise Invalid(f"{where}role must be one of {', '.join(ROLES)}", field=f"{where}role")
-    if item.kind not in KINDS:
-        raise Invalid(f"{where}kind must be one of {', '.join(KINDS)}", field=f"{where}kind")
-    if not item.text or not item.text.strip():
-        raise Invalid(f"{where}text must not be empty", field=f"{where}text")
-    if len(item.text) > settings.OTTO_MAX_ITEM_CHARS:
-        raise Invalid(
-            f"{where}text is {len(item.text):,} characters; the limit is {settings.OTTO_MAX_ITEM_CHARS:,}",
-            field=f"{where}text",
-        )
-    problem = name_problem(item.name)
-    if problem:
-        raise Invalid(f"{where}name {problem}", field=f"{where}name")
-    if item.occurred_at is not None and item.occurred_at.utcoffset() is None:
-        raise Invalid(f"{where}occurred_at needs an offset (Z or +hh:mm)", field=f"{where}occurred_at")
-    problem = meta_problem(item.meta)
-    if problem:
-        raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
-
-
-def _text_bytes(item: NewItem) -> int:
-    return len(item.text.encode("utf-8", "surrogatepass"))
-
-
-def check_batch(items: Sequence[NewItem]) -> None:
-    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text.
-
-    A batch is one transaction, and on SQLite every other writer waits for it: these keep it short.
-    """
-    count, limit = len(items), settings.OTTO_MAX_BATCH_ITEMS
-    if count > limit:
-        raise TooLarge(
-            f"the batch has {count:,} items; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
-            field="items",
-        )
-    size, limit = sum(_text_bytes(i) for i in items), settings.OTTO_MAX_BATCH_BYTES
-    if size > limit:
-        raise TooLarge(
-            f"the batch's texts are {size:,} bytes; the limit is {limit:,} (OTTO_MAX_BATCH_BYTES): "
-            "send it in parts",
-            field="items",
-        )
-
-
-def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
-    """`items` in order, cut into batches `check_batch` accepts (an item alone beyond the byte
-    limit, which a single append may be, goes alone)."""
-    batches: list[list[NewItem]] = []
-    size = 0
-    for item in items:
-        bytes_ = _text_bytes(item)
-        if (
-            not batches
-            or len(batches[-1]) >= settings.OTTO_MAX_BATCH_ITEMS
-            or size + bytes_ > settings.OTTO_MAX_BATCH_BYTES
-        ):
-            batches.append([])
-            size = 0
-        batches[-1].append(item)
-        size += bytes_
-    return batches
-
-
-def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
-    """Append items in order, all or nothing; compact Y when an append overflows it.
-
-    Every item is validated before anything is written. Each item is mirrored in the database in
-    the transaction that acknowledges it, so an acknowledged item survives any crash.
-    """
-    for index, item in enumerate(items):
-        _check_item(item, index if len(items) > 1 else None)
-    outcomes: list[AppendOutcome] = []
-    with transaction.atomic():
-        queues: dict[str, TieredQueue] = {}
-        history_turns = 0
-        for item in items:
-            queue = queues.get(item.kind) or queues.setdefault(item.kind, queue_for(session, item.kind))
-            appended = queue.append(
-                item.role,
-                item.text,
-                protected=item.protected,
-                meta=item.meta,
-                name=item.name,
-                occurred_at=item.occurred_at,
-            )
-            compaction = None
-            if appended.needs_compaction:
-                compaction = _compact_now(session, queue)
-            history_turns += item.kind == "history"
-            outcomes.append(
-                AppendOutcome(
-                    hash=appended.item.hash,
-                    kind=item.kind,
-                    position=appended.item.position,
-                    compaction=compaction,
-                )
-            )
-        Session.objects.filter(pk=session.pk).update(
-            turns=F("turns") + history_turns, updated_at=timezone.now()
-        )
-        for kind in queues:
-            schedule_embedding(session, kind)
-    return outcomes
-
-
-def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
-    """Hand the compaction an append triggered to the worker, or run it inline (OTTO_COMPACTION)."""
-    if settings.OTTO_COMPACTION == "job":
-        return {"job_id": enqueue_compaction(session=session).id}
-    compact_session(session=session, kind=queue.kind, queue=queue)
-    transaction.on_commit(lambda: embed_quietly(session, queue.kind))
-    return None
-
-
 # --- background jobs ----------------------------------------------------------------------------
 
-# A running job whose worker has not shown a sign of life (progress) for this long may be taken over.
-JOB_LEASE = timedelta(minutes=10)
 # A compaction job keeps compacting while Y is still over budget, but not forever.
 MAX_ROUNDS = 8
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _claim_is_stale(job: Job) -> bool:
-    if job.claimed_at is None or timezone.now() - job.claimed_at > JOB_LEASE:
-        return True
-    host, _, pid = job.claimed_by.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return True  # its worker on this machine is gone (killed, crashed)
-        except PermissionError:
-            return False
-    return False
-
-
-def _job_is_dead(job: Job) -> bool:
-    """A queued job no worker took within the lease (its message lost), or a running one whose
-    worker is gone or silent (`_claim_is_stale`)."""
-    if job.status == Job.QUEUED:
-        return timezone.now() - job.created_at > JOB_LEASE
-    return _claim_is_stale(job)
-
-
-def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = None) -> Job:
-    return Job.objects.create(
-        id=secrets.token_hex(8), user_id=session.user_id, session=session, kind=kind, params=params or {}
-    )
-
-
-def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
-    """A compaction job for the session (the unfinished one if there is one), sent on commit.
-
-    `everything`: the manual "compact now" — X moves into Y and Y is compacted even under budget
-    (a queued job takes that on; a running one is followed by a new one).
-    """
-    params = {"everything": True} if everything else {}
-    existing = Job.objects.filter(session=session, kind="compact").unfinished().first()
-    if existing is not None and not _job_is_dead(existing):
-        if not everything or existing.params.get("everything"):
-            return existing
-        if Job.objects.filter(pk=existing.pk, status=Job.QUEUED).update(params={**existing.params, **params}):
-            existing.params = {**existing.params, **params}
-            return existing
-        existing = None  # running: the compaction asked for now follows it
-    job = _new_job(session=session, kind="compact", params=params)
-    if existing is not None:
-        # Handing it back would stall the session for good: every later overflow would answer the
-        # same dead id and nothing would compact again. It is failed with its reason instead.
-        Job.objects.filter(pk=existing.pk, status=existing.status).update(
-            status=Job.FAILED,
-            error=f"abandoned: no worker finished it within {JOB_LEASE}; job {job.id} replaces it",
-            finished_at=timezone.now(),
-        )
-    send_on_commit(JOB_TASKS["compact"], job_id=job.id)
-    return job
-
-
-def _check_model_spec(model: str) -> None:
-    """Refuse a model spec that names nothing, or a folder outside OTTO_MODEL_DIRS.
-
-    Any token holder can name a model: a free folder would let them make the worker load files
-    from anywhere on its machine, and an error quoting the path would tell them what exists there.
-    The answer names the model, never a path.
-    """
-    from ..engine.embeddings import build
-
-    name, _, folder = model.partition("@")
-    if folder and model.startswith("fastembed:"):
-        target = os.path.realpath(folder)
-        allowed = [os.path.realpath(d) for d in settings.OTTO_MODEL_DIRS]
-        if not any(target == d or target.startswith(d + os.sep) for d in allowed):
-            raise Invalid(
-                f"model {name!r}: its folder is not one of the configured model folders (OTTO_MODEL_DIRS)",
-                field="model",
-            )
-    try:
-        canonical(model)
-        build(model)
-    except ValueError:
-        raise Invalid(f"model {name!r} is not a model this server knows", field="model") from None
-
-
-def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
-    """A re-embedding job for the session, sent on commit. Refuses a model that names nothing.
-
-    At most one queued re-embedding per session: a second request answers the queued job (with
-    the model it now asks for). Beyond OTTO_MAX_QUEUED_JOBS queued jobs of the user: TooManyJobs.
-    """
-    if model:
-        _check_model_spec(model)
-    params = {"model": model} if model else {}
-    with transaction.atomic():
-        queued = Job.objects.filter(session=session, kind="reembed", status=Job.QUEUED).first()
-        if queued is not None and not _job_is_dead(queued):
-            if queued.params != params:
-                Job.objects.filter(pk=queued.pk, status=Job.QUEUED).update(params=params)
-                queued.params = params
-            return queued
-        _check_queue_room(session)
-        job = _new_job(session=session, kind="reembed", params=params)
-        send_on_commit(JOB_TASKS["reembed"], job_id=job.id)
-    return job
-
-
-def _check_queue_room(session: Session) -> None:
-    limit = settings.OTTO_MAX_QUEUED_JOBS
-    waiting = Job.objects.filter(user_id=session.user_id, status=Job.QUEUED).count()
-    if waiting >= limit:
-        raise TooManyJobs(
-            f"{waiting} of your jobs are waiting for the worker (the limit is {limit}); "
-            "try again once some have run"
-        )
-
-
-def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:
-    """Append the context items not already stored, in batches `check_batch` accepts (each its own
-    short transaction); return how many were new.
-
-    Idempotent: an item whose text the session's context tier holds is skipped (chunks are
-    content-addressed), so a second run, or a resent transcript, stores nothing twice.
-    """
-    stored = 0
-    for batch in bounded_batches(items):
-        hashes = [content_hash(i.text) for i in batch]
-        held = set(
-            Item.objects.filter(session=session, kind="context", chunk__hash__in=hashes).values_list(
-                "chunk__hash", flat=True
-            )
-        )
-        fresh = [i for i, h in zip(batch, hashes, strict=True) if h not in held]
-        if fresh:
-            append_items(session=session, items=fresh)
-        stored += len(fresh)
-    return stored
-
-
-def enqueue_context_store(*, session: Session, items: Sequence[NewItem]) -> Job:
-    """A job that stores `items` in the session's context tier and embeds them, sent on commit.
-
-    The request's whole write is one short transaction: the job row and its payload (the raw
-    items), so the turns are durable once acknowledged; the worker does the slow part (the rows,
-    the keyword index, the vectors) in short transactions of its own. TooManyJobs beyond
-    OTTO_MAX_QUEUED_JOBS.
-    """
-    with transaction.atomic():
-        _check_queue_room(session)
-        job = _new_job(session=session, kind="store_context")
-        JobPayload.objects.create(
-            job=job,
-            items=[{"role": i.role, "text": i.text, "meta": i.meta or {}, "name": i.name} for i in items],
-        )
-        send_on_commit(JOB_TASKS["store_context"], job_id=job.id)
-    return job
 
 
 def run_store_job(*, job_id: str, worker: str) -> None:
@@ -414,37 +120,6 @@ def run_due_compactions(*, worker: str, limit: int = 100) -> int:
         except JobBusy:
             continue  # its session is busy with another job: its own message comes back for it
     return ran
-
-
-class JobBusy(Exception):
-    """Another job of the same session is running; try again shortly."""
-
-
-def claim_job(*, job_id: str, worker: str) -> Job | None:
-    """Take the job for `worker`, or None when it is finished or someone alive holds it.
-
-    The claim is a conditional UPDATE in the database, so it holds across processes and machines;
-    no two jobs of one session run at once (JobBusy when another one is running).
-    """
-    with transaction.atomic():
-        job = Job.objects.filter(pk=job_id).first()
-        if job is None or job.status in (Job.DONE, Job.FAILED):
-            return None
-        if job.status == Job.RUNNING and not _claim_is_stale(job):
-            return None
-        if job.session_id is not None:
-            # On PostgreSQL this row lock serialises claims per session; SQLite serialises writers anyway.
-            list(Session.objects.select_for_update().filter(pk=job.session_id).values_list("pk"))
-            others = Job.objects.filter(session_id=job.session_id, status=Job.RUNNING).exclude(pk=job.pk)
-            if any(not _claim_is_stale(other) for other in others):
-                raise JobBusy(job_id)
-        taken = Job.objects.filter(
-            pk=job.pk, status=job.status, claimed_by=job.claimed_by, claimed_at=job.claimed_at
-        ).update(status=Job.RUNNING, claimed_by=worker, claimed_at=timezone.now(), attempts=F("attempts") + 1)
-        if not taken:
-            return None
-        job.refresh_from_db()
-        return job
 
 
 def _progress(job: Job, done: int, total: int | None = None) -> None:
@@ -565,20 +240,6 @@ def run_reembed_job(*, job_id: str, worker: str) -> None:
         with_db_retry(f"job {job.id}: progress", lambda: _progress(job, held))
 
     _run_job(job_id, worker, reembed)
-
-
-def requeue_unfinished_jobs() -> int:
-    """Send every queued or running job again (a worker starting after a crash calls this).
-
-    Duplicates are harmless: the claim lets exactly one run, and only once its holder is gone.
-    """
-    count = 0
-    for job in Job.objects.unfinished():
-        task = JOB_TASKS.get(job.kind)
-        if task is not None:
-            send_task(task, job_id=job.id)
-            count += 1
-    return count
 
 
 # --- manual memory actions (docs/decisions.md) -------------------------------------------------------------
