@@ -7,21 +7,20 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from ottoweb.errors import Invalid, TooLarge
 
 from .. import importing
 from ..engine import tokens as tok
-from ..engine.embeddings import EmbeddingUnavailable
 from ..engine.types import KINDS, Draft
-from ..models import Bullet, Item, ItemVector, Job, JobPayload, Session, TierState, offset_minutes
+from ..models import Bullet, Item, Session, TierState, offset_minutes
 from ..store import DjangoTierStore
+from .actions import memory_action, rebuild_summary
 from .compaction import compact_session, queue_for, summarizer_for
 from .dispatch import JOB_TASKS
 from .embedding import (
@@ -32,10 +31,8 @@ from .embedding import (
     embed_items,
     embed_missing,
     embed_pending,
-    embed_quietly,
     embed_stragglers,
     reembed_session,
-    schedule_embedding,
     session_embedder,
 )
 from .items import AppendOutcome, NewItem, append_items, bounded_batches, check_batch, store_context_items
@@ -52,237 +49,9 @@ from .jobs import (
 from .retry import DB_RETRY_PAUSES, with_db_retry
 from .sessions import UNADDRESSABLE_IDS, check_session_id, create_session, delete_session, reset_session
 from .tokens import issue_token, revoke_token
+from .worker import MAX_ROUNDS, run_compaction_job, run_due_compactions, run_reembed_job, run_store_job
 
 log = logging.getLogger(__name__)
-
-
-# --- background jobs ----------------------------------------------------------------------------
-
-# A compaction job keeps compacting while Y is still over budget, but not forever.
-MAX_ROUNDS = 8
-
-
-def run_store_job(*, job_id: str, worker: str) -> None:
-    """Store a `/runs/fit`'s evicted turns (`enqueue_context_store`), then write their vectors.
-
-    Between batches the worker runs every queued compaction, so one user's large fit never holds
-    up another user's session for more than a batch. Safe to run twice (`store_context_items`);
-    the payload is deleted when the job is done.
-    """
-
-    def store(job: Job, session: Session) -> None:
-        payload = with_db_retry(
-            f"job {job.id}: load",
-            lambda: JobPayload.objects.filter(job_id=job.id).values_list("items", flat=True).first(),
-        )
-        items = [NewItem(kind="context", **entry) for entry in payload or []]
-        if not items:
-            return
-        batches = bounded_batches(items)
-        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, 0, len(batches)))
-        for done, batch in enumerate(batches, start=1):
-            with_db_retry(
-                f"job {job.id}: store", lambda b=batch: store_context_items(session=session, items=b)
-            )
-            with_db_retry(f"job {job.id}: progress", lambda n=done: _progress(job, n))
-            run_due_compactions(worker=worker)
-        _write_vectors(job, session, "context")
-
-    def finish(job: Job) -> None:
-        with transaction.atomic():
-            JobPayload.objects.filter(job_id=job.id).delete()
-            _finish(job, Job.DONE)
-
-    _run_job(job_id, worker, store, finish)
-
-
-def run_due_compactions(*, worker: str, limit: int = 100) -> int:
-    """Run the queued compaction jobs of every user, oldest first, before a long job starts.
-
-    Compactions are what keep a session inside its budget, and each is short; a re-embedding can
-    take minutes and one user may queue many. Whatever the broker's order, a compaction thus
-    waits for at most the one job that is running when it is queued. Safe beside other workers:
-    each is claimed, so one runs it and the others skip it.
-    """
-    ids = with_db_retry(
-        "due compactions",
-        lambda: list(
-            Job.objects.filter(kind="compact", status=Job.QUEUED)
-            .order_by("created_at")
-            .values_list("pk", flat=True)[:limit]
-        ),
-    )
-    ran = 0
-    for job_id in ids:
-        try:
-            run_compaction_job(job_id=job_id, worker=worker)
-            ran += 1
-        except JobBusy:
-            continue  # its session is busy with another job: its own message comes back for it
-    return ran
-
-
-def _progress(job: Job, done: int, total: int | None = None) -> None:
-    fields: dict[str, Any] = {"progress": done, "claimed_at": timezone.now()}
-    if total is not None:
-        fields["total"] = total
-    Job.objects.filter(pk=job.pk, claimed_by=job.claimed_by).update(**fields)
-
-
-def _finish(job: Job, status: str, error: str = "") -> None:
-    Job.objects.filter(pk=job.pk).update(status=status, error=error[:2000], finished_at=timezone.now())
-
-
-def _fail(job: Job, exc: BaseException) -> None:
-    """Mark the job failed with its reason; a job that cannot even be marked stays for the dead-job
-    rule of `enqueue_compaction` (and `requeue_unfinished_jobs`) to find."""
-    try:
-        with_db_retry(
-            f"job {job.id}: finish", lambda: _finish(job, Job.FAILED, f"{type(exc).__name__}: {exc}")
-        )
-    except DatabaseError:
-        log.exception("job %s: could not be marked failed", job.id)
-
-
-def _load_session(job: Job) -> Session | None:
-    return with_db_retry(f"job {job.id}: load", lambda: Session.objects.filter(pk=job.session_id).first())
-
-
-def _run_job(
-    job_id: str,
-    worker: str,
-    body: Callable[[Job, Session], None],
-    finish: Callable[[Job], None] | None = None,
-) -> None:
-    """The frame every job runs in: claim it (nothing to do when another worker holds it or it is
-    done), load its session, run `body` (not when the session is gone), then `finish` (by default:
-    mark it done). Any error marks the job failed with its reason; a database error is first tried
-    again with backoff, inside `body` as here.
-    """
-    job = with_db_retry(f"job {job_id}: claim", lambda: claim_job(job_id=job_id, worker=worker))
-    if job is None:
-        return
-    try:
-        session = _load_session(job)
-        if session is not None:
-            body(job, session)
-        with_db_retry(f"job {job_id}: finish", lambda: (finish or _done)(job))
-    except Exception as exc:
-        log.exception("%s job %s failed", job.kind, job_id)
-        _fail(job, exc)
-
-
-def _done(job: Job) -> None:
-    _finish(job, Job.DONE)
-
-
-def _write_vectors(job: Job, session: Session, kind: str) -> None:
-    """The job's last step: vectors for what it stored; without a model they wait for the sweep."""
-    try:
-        with_db_retry(f"job {job.id}: vectors", lambda: embed_items(session=session, kind=kind))
-    except EmbeddingUnavailable as exc:
-        log.warning("session %s: vectors not written: %s", session.sid, exc)
-
-
-def run_compaction_job(*, job_id: str, worker: str) -> None:
-    """Compact the job's session while Y is over budget, off the append path; then write vectors.
-
-    Each round plans on a snapshot of Y outside any transaction (the summariser may be slow) and
-    commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
-    twice: a second run finds nothing over budget and only marks the job done. `everything` (a
-    manual compact handed to the worker) first moves X into Y and compacts even under budget.
-    """
-
-    def compact(job: Job, session: Session) -> None:
-        everything = bool(job.params.get("everything"))
-        rounds = 0
-
-        def one_round() -> bool:
-            # A fresh queue each try: a round that failed has rolled back, and plans again.
-            queue = queue_for(session, "history")
-            if everything and rounds == 0:
-                with transaction.atomic():
-                    queue.store.move_x_to_y("history")
-            plan = queue.plan(force=everything and rounds == 0)
-            if plan is None:
-                return False
-            with transaction.atomic():
-                queue.commit(plan)
-            return True
-
-        while rounds < MAX_ROUNDS and with_db_retry(f"job {job.id}: round", one_round):
-            rounds += 1
-            with_db_retry(f"job {job.id}: progress", lambda n=rounds: _progress(job, n, n))
-        _write_vectors(job, session, "history")
-
-    _run_job(job_id, worker, compact)
-
-
-def run_reembed_job(*, job_id: str, worker: str) -> None:
-    """Re-embed the job's session with its model, reporting progress item by item."""
-
-    def reembed(job: Job, session: Session) -> None:
-        total = with_db_retry(f"job {job.id}: load", lambda: Item.objects.filter(session=session).count())
-        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, 0, total))
-        # The whole pass again on an error: it restamps and deletes first, so a second try is whole.
-        with_db_retry(
-            f"job {job.id}: reembed",
-            lambda: reembed_session(
-                session=session, model=job.params.get("model"), progress=lambda n: _progress(job, n)
-            ),
-        )
-        # The worker's embed_pending may have written some of the new vectors meanwhile (same
-        # model, see embedding._still_stamped): progress counts what the session holds, not what
-        # this pass wrote.
-        held = with_db_retry(
-            f"job {job.id}: load", lambda: ItemVector.objects.filter(session=session).count()
-        )
-        with_db_retry(f"job {job.id}: progress", lambda: _progress(job, held))
-
-    _run_job(job_id, worker, reembed)
-
-
-# --- manual memory actions (docs/decisions.md) -------------------------------------------------------------
-
-
-def memory_action(*, session: Session, action: str, mode: str | None = None) -> dict[str, Any]:
-    """compact → {"removed"}, summary → {"count"}, reset (mode summary|all) → {"reset"}."""
-    if action == "compact":
-        if settings.OTTO_COMPACTION == "job" and _raw_tokens(session) > settings.OTTO_INLINE_COMPACT_TOKENS:
-            # Its cost grows with X + Y (and a live summariser's wait with it): past the bound it is
-            # the worker's, and the request only queues it.
-            job = enqueue_compaction(session=session, everything=True)
-            return {"removed": 0, "job_id": job.id}
-        compacted = compact_session(session=session, force=True, include_x=True)
-        if settings.OTTO_COMPACTION == "job":
-            schedule_embedding(session, "history")  # the worker's, as after any append
-        else:
-            transaction.on_commit(lambda: embed_quietly(session, "history"))
-        return {"removed": compacted.removed if compacted else 0}
-    if action == "summary":
-        return {"count": rebuild_summary(session=session)}
-    if action == "reset":
-        if mode not in ("summary", "all"):
-            raise Invalid("reset needs mode 'summary' (keep the rolling summary) or 'all'", field="mode")
-        reset_session(session=session, mode=mode)
-        return {"reset": mode}
-    raise Invalid("action must be compact, summary or reset", field="action")
-
-
-def _raw_tokens(session: Session) -> int:
-    """Tokens of the history turns in X and Y: what a manual compact would summarise."""
-    totals = DjangoTierStore(session).totals("history")
-    return totals.x + totals.y_raw
-
-
-def rebuild_summary(*, session: Session) -> int:
-    """Re-summarise the live bullets into a new generation; raw tiers untouched; no hash ref lost."""
-    with transaction.atomic():
-        queue = queue_for(session, "history")
-        plan = queue.plan(force=True, raw=False)
-        if plan is not None:
-            queue.commit(plan)
-        return Bullet.objects.of_kind(session, "history").live().count()
 
 
 # --- export / import ------------------------------------------------------------------------------
