@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from lessons.schemas import RecordOut
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from . import runs
 from .api import get_session
+from .services import runs
 
 router = Router(tags=["runs"])
 
