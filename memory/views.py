@@ -26,7 +26,7 @@ from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from ottoweb.errors import Invalid, ServiceError, TooLarge, TooManyJobs
 
-from . import dashboard, scoped, services
+from . import dashboard, services
 from .forms import ImportForm, RecallForm, ResetForm, SessionSearchForm, TokenForm
 from .models import (
     TIER_ARCHIVED,
@@ -42,6 +42,7 @@ from .models import (
     Session,
 )
 from .recall import DEFAULT_MAX_TOKENS, recall
+from .services import notes as scoped
 from .services import runs
 
 SESSIONS_PER_PAGE = 20

@@ -44,7 +44,7 @@ class Command(BaseCommand):
         if options["all"]:
             # Lessons and notes rank by the database's model too: after a switch, theirs are stale.
             from lessons.services import reembed_errors
-            from memory.scoped import reembed_notes
+            from memory.services.notes import reembed_notes
 
             self.stdout.write(f"lessons: {reembed_errors()} vectors")
             self.stdout.write(f"notes: {reembed_notes()} vectors")
