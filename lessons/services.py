@@ -17,9 +17,9 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from memory import embedding
 from memory.engine import keywords
 from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from memory.services import embedding
 from ottoweb.errors import Invalid, NotFound
 
 from .models import ErrorRecord, ErrorRecordQuerySet, new_expiry

@@ -38,7 +38,7 @@ def embedding_model_recorded(app_configs, databases=None, **kwargs):  # type: ig
     from django.core.checks import Warning
     from django.db.utils import DatabaseError
 
-    from .embedding import configured_differs
+    from .services.embedding import configured_differs
 
     try:
         message = configured_differs()

@@ -228,7 +228,7 @@ OTTO_PROTECTED_SHARE = min(1.0, max(0.05, envfloat("OTTO_PROTECTED_SHARE", 0.5))
 # One item's text, in characters: longer answers 422 (≈250K tokens, past any model's window).
 OTTO_MAX_ITEM_CHARS = envint("OTTO_MAX_ITEM_CHARS", 1_000_000)
 OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")
-# Recorded in the database on first use; see memory/embedding.py and docs/recall.md, "Embeddings".
+# Recorded in the database on first use; see memory/services/embedding.py and docs/recall.md, "Embeddings".
 OTTO_EMBEDDING_MODEL = envstr("OTTO_EMBEDDING_MODEL", "minilm")
 # "inline" compacts inside the append that overflowed Y; "job" hands it to the Celery worker.
 OTTO_COMPACTION = envstr("OTTO_COMPACTION", "job")

@@ -14,7 +14,7 @@ from pydantic import Field
 from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from .. import scoped
+from ..services import notes as scoped
 
 router = Router(tags=["scoped memory"])
 

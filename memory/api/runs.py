@@ -12,7 +12,7 @@ from lessons.schemas import RecordOut
 from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
-from .. import runs
+from ..services import runs
 from .sessions import get_session
 
 router = Router(tags=["runs"])

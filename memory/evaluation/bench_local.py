@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client, override_settings
 
-from memory import embedding, services, storage
+from memory import services, storage
 from memory.engine import embeddings
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
@@ -24,6 +24,7 @@ from memory.evaluation.bench_common import WARM_UP, Report, Scale, latency, time
 from memory.evaluation.synthetic import chatter, questions
 from memory.models import Bullet, TierState
 from memory.recall import recall
+from memory.services import embedding
 
 # Items per services.append_items call when building a big session (one transaction each).
 BUILD_BATCH = 500

@@ -20,12 +20,13 @@ from pydantic_core import to_jsonable_python
 
 from lessons import services as lessons
 from lessons.schemas import ErrorIn, RecordOut, RelatedIn
-from memory import scoped, services
+from memory import services
 from memory.api.notes import NoteListQuery, RememberIn, ScopedRecallIn, recalled, remembered, stored_note
 from memory.api.schemas import ItemIn, MemoryActionIn, RecallIn, RecallOut
 from memory.api.sessions import ListParams, checked_recall, new_items, user_session
 from memory.models import Session
 from memory.reads import session_context, session_summary
+from memory.services import notes as scoped
 from ottoweb.errors import Conflict
 
 from .calls import Caller, audit_call, parsed, run

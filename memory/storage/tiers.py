@@ -144,9 +144,7 @@ class DjangoTierStore:
         state = self._state(kind, lock=True)
         position = state.next_position
         buffered = self._batching and kind in self._locked
-        if not buffered or not self._pending:
-            # Also the first of a batch's: on SQLite a transaction that reads and then writes fails
-            # at once if another writer committed in between, so the write lock is taken early.
+        if not buffered:
             TierState.objects.filter(pk=state.pk).update(next_position=position + 1)
         state.next_position = position + 1
         when = draft.occurred_at or timezone.now()

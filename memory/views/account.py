@@ -19,9 +19,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ottoweb.requests import HtmxRequest
 
-from .. import runs, services
+from .. import services
 from ..forms import TokenForm
 from ..models import ApiToken, AuditEntry, LearnedWindow
+from ..services import runs
 
 # --- password and API tokens ---------------------------------------------------------------------
 

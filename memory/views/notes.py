@@ -12,8 +12,8 @@ from django.views.decorators.http import require_GET, require_POST
 from ottoweb.errors import Invalid
 from ottoweb.requests import HtmxRequest
 
-from .. import scoped
 from ..models import ScopedMemory
+from ..services import notes as scoped
 
 NOTES_PER_PAGE = 20
 

@@ -5,8 +5,8 @@ from datetime import UTC, datetime
 import pytest
 from django.core.serializers.json import DjangoJSONEncoder
 
-from memory import embedding
 from memory.engine.embeddings import EmbeddingUnavailable
+from memory.services import embedding
 
 ERRORS = "/api/v1/lessons/errors"
 RELATED = "/api/v1/lessons/related"

@@ -10,7 +10,7 @@ import pytest
 import time_machine
 
 from lessons.models import ErrorRecord
-from memory import runs
+from memory.services import runs
 
 from .conftest import DAY0, ERRORS, resolved
 

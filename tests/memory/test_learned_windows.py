@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memory import runs
 from memory.models import LearnedWindow
+from memory.services import runs
 
 pytestmark = pytest.mark.django_db
 

@@ -243,7 +243,7 @@ def test_recall_refuses_an_empty_query(alice, alice_api):
 
 def test_a_changed_model_setting_keeps_the_recorded_model_and_the_check_says_so(alice, settings):
     from memory.checks import embedding_model_recorded
-    from memory.embedding import database_model
+    from memory.services.embedding import database_model
 
     services.create_session(user=alice, sid="first")
     settings.OTTO_EMBEDDING_MODEL = "wordllama"

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from memory import runs, tasks
+from memory import tasks
 from memory.engine.inrun import NOTE_HEADER, NOTICE, STEP_STORED, STEP_UNSTORED, transcript_tokens
 from memory.models import Chunk, Item, ItemVector, Job, JobPayload, LearnedWindow
+from memory.services import runs
 
 pytestmark = pytest.mark.django_db
 

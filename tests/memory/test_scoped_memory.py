@@ -5,9 +5,9 @@ import itertools
 import pytest
 from django.core.serializers.json import DjangoJSONEncoder
 
-from memory import embedding
 from memory.engine.embeddings import MINILM_STAMP, EmbeddingUnavailable
 from memory.models import ScopedMemory
+from memory.services import embedding
 
 pytestmark = pytest.mark.django_db
 

@@ -480,7 +480,7 @@ def test_vectors_that_cannot_be_written_after_commit_do_not_fail_the_append(alic
     def disk_full(**kwargs):
         raise OperationalError("database or disk is full")
 
-    monkeypatch.setattr(services, "embed_items", disk_full)
+    monkeypatch.setattr(services.embedding, "embed_items", disk_full)
     alice_api.post("/api/v1/sessions", {"id": "s", "x_budget": 20, "y_budget": 40})
 
     answers = [

@@ -51,11 +51,12 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import embedding, services
+from memory import services
 from memory.evaluation.bench_common import Scale
 from memory.evaluation.bench_local import LocalSections
 from memory.evaluation.bench_private import CHILD_FLAG, PrivateRun
 from memory.evaluation.bench_server import ServerSections
+from memory.services import embedding
 
 DEFAULT_SIZES = "1000,5000,10000,50000"
 # Embedding dominates a quick run (about a hundredth of a second a turn on two cores).

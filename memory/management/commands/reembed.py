@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from memory.embedding import SETTING_KEY
 from memory.models import Session, Setting
 from memory.services import reembed_session
+from memory.services.embedding import SETTING_KEY
 
 
 class Command(BaseCommand):
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         if options["all"]:
             # Lessons and notes rank by the database's model too: after a switch, theirs are stale.
             from lessons.services import reembed_errors
-            from memory.scoped import reembed_notes
+            from memory.services.notes import reembed_notes
 
             self.stdout.write(f"lessons: {reembed_errors()} vectors")
             self.stdout.write(f"notes: {reembed_notes()} vectors")

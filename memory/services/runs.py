@@ -19,12 +19,14 @@ from django.utils import timezone
 
 from ottoweb.errors import Invalid, NotFound, TooLarge
 
-from . import services
-from .engine import inrun
-from .engine.hashing import content_hash
-from .engine.types import MAX_NAME_CHARS
-from .models import Item, LearnedWindow, Session
-from .windows import RefreshingWindows
+from ..engine import inrun
+from ..engine.hashing import content_hash
+from ..engine.types import MAX_NAME_CHARS
+from ..models import Item, LearnedWindow, Session
+from ..windows import RefreshingWindows
+from .compaction import summarizer_for
+from .items import NewItem, store_context_items
+from .jobs import enqueue_context_store
 
 
 class DjangoLearnedStore:
@@ -109,7 +111,7 @@ def reset_window_registry() -> None:
 def judges() -> inrun.Judges:
     """The configured summariser (OTTO_SUMMARIZER) and the offline "still needed?" heuristic."""
     return inrun.Judges(
-        summarize=services.summarizer_for(settings.OTTO_SUMMARIZER),
+        summarize=summarizer_for(settings.OTTO_SUMMARIZER),
         still_needed=inrun.heuristic_still_needed,
     )
 
@@ -171,7 +173,7 @@ def fit_run(
     and with `session`, every message rewritten or dropped is stored whole in that session's
     context tier (kind "context"), so recall can bring it back. In job mode the request writes
     them raw, with a job, in one short transaction, and the worker stores and embeds them
-    (`services.enqueue_context_store`; `job_id` names it); in inline mode (no worker) they are
+    (`jobs.enqueue_context_store`; `job_id` names it); in inline mode (no worker) they are
     stored here, in short batches. Without a session nothing is stored and the
     stubs say so. When the transcript ends with a tool result reporting an error and
     `related_errors` is on, up to 3 of the user's live records of that tool come back, best first,
@@ -251,14 +253,15 @@ def _speaker(message: dict[str, Any], tool_name: str | None) -> str:
     """The stored item's name: the message's own `name`, else the tool a result came from."""
     name = message.get("name") if isinstance(message.get("name"), str) else ""
     name = name or (f"tool {tool_name}" if tool_name else "")
-    # Stored names are single-line and short (services.name_problem); a message's may be anything.
+    # Stored names are single-line and short (`name_problem`, checked on append); a message's
+    # may be anything.
     return "".join(c if c >= " " and c != "\x7f" else " " for c in name)[:MAX_NAME_CHARS]
 
 
-def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[services.NewItem]:
+def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[NewItem]:
     """The context items for evicted messages, in order: a message longer than an item in
     consecutive parts, a part repeated within the call once."""
-    items: list[services.NewItem] = []
+    items: list[NewItem] = []
     seen: set[str] = set()
     for entry in evicted:
         message = entry.message
@@ -273,7 +276,7 @@ def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[servi
             if len(parts) > 1:
                 meta["part"], meta["parts"] = number + 1, len(parts)
             items.append(
-                services.NewItem(
+                NewItem(
                     role=message["role"],
                     text=part,
                     kind="context",
@@ -298,7 +301,7 @@ def store_evicted(
         return 0, None
     if settings.OTTO_COMPACTION != "job":
         # No worker: stored here, each batch a short transaction of its own.
-        return services.store_context_items(session=session, items=items), None
+        return store_context_items(session=session, items=items), None
     # A read: the count handed back, and nothing already stored sent to the worker again.
     held = set(
         Item.objects.filter(
@@ -308,4 +311,4 @@ def store_evicted(
     fresh = [i for i in items if content_hash(i.text) not in held]
     if not fresh:
         return 0, None
-    return len(fresh), services.enqueue_context_store(session=session, items=fresh).id
+    return len(fresh), enqueue_context_store(session=session, items=fresh).id

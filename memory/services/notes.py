@@ -19,10 +19,10 @@ from django.utils import timezone
 
 from ottoweb.errors import Invalid, NotFound
 
+from ..engine import keywords
+from ..engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from ..models import ScopedMemory
 from . import embedding
-from .engine import keywords
-from .engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
-from .models import ScopedMemory
 
 if TYPE_CHECKING:
     from django.contrib.auth.base_user import AbstractBaseUser

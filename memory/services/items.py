@@ -1,0 +1,187 @@
+"""Appending items to a session: each checked, batches bounded, all or nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from ottoweb.errors import Invalid, TooLarge
+
+from ..engine.hashing import content_hash
+from ..engine.queue import TieredQueue
+from ..engine.types import KINDS, ROLES, meta_problem, name_problem
+from ..models import Item, Session
+from ..storage import DjangoTierStore
+from .compaction import compact_session, queue_for
+from .embedding import embed_quietly, schedule_embedding
+from .jobs import enqueue_compaction
+
+
+@dataclass(frozen=True, slots=True)
+class NewItem:
+    role: str
+    text: str
+    kind: str = "history"
+    protected: bool | None = None
+    meta: dict[str, Any] | None = None
+    # Who said it, and when it happened (None: now, its arrival).
+    name: str = ""
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    hash: str
+    kind: str
+    position: int
+    compaction: dict[str, Any] | None
+
+
+def _check_item(item: NewItem, index: int | None = None) -> None:
+    where = "" if index is None else f"items[{index}]."
+    if item.role not in ROLES:
+        raise Invalid(f"{where}role must be one of {', '.join(ROLES)}", field=f"{where}role")
+    if item.kind not in KINDS:
+        raise Invalid(f"{where}kind must be one of {', '.join(KINDS)}", field=f"{where}kind")
+    if not item.text or not item.text.strip():
+        raise Invalid(f"{where}text must not be empty", field=f"{where}text")
+    if len(item.text) > settings.OTTO_MAX_ITEM_CHARS:
+        raise Invalid(
+            f"{where}text is {len(item.text):,} characters; the limit is {settings.OTTO_MAX_ITEM_CHARS:,}",
+            field=f"{where}text",
+        )
+    problem = name_problem(item.name)
+    if problem:
+        raise Invalid(f"{where}name {problem}", field=f"{where}name")
+    if item.occurred_at is not None and item.occurred_at.utcoffset() is None:
+        raise Invalid(f"{where}occurred_at needs an offset (Z or +hh:mm)", field=f"{where}occurred_at")
+    problem = meta_problem(item.meta)
+    if problem:
+        raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
+
+
+def _text_bytes(item: NewItem) -> int:
+    return len(item.text.encode("utf-8", "surrogatepass"))
+
+
+def check_batch(items: Sequence[NewItem]) -> None:
+    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text.
+
+    A batch is one transaction, and on SQLite every other writer waits for it: these keep it short.
+    """
+    count, limit = len(items), settings.OTTO_MAX_BATCH_ITEMS
+    if count > limit:
+        raise TooLarge(
+            f"the batch has {count:,} items; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
+            field="items",
+        )
+    size, limit = sum(_text_bytes(i) for i in items), settings.OTTO_MAX_BATCH_BYTES
+    if size > limit:
+        raise TooLarge(
+            f"the batch's texts are {size:,} bytes; the limit is {limit:,} (OTTO_MAX_BATCH_BYTES): "
+            "send it in parts",
+            field="items",
+        )
+
+
+def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
+    """`items` in order, cut into batches `check_batch` accepts (an item alone beyond the byte
+    limit, which a single append may be, goes alone)."""
+    batches: list[list[NewItem]] = []
+    size = 0
+    for item in items:
+        bytes_ = _text_bytes(item)
+        if (
+            not batches
+            or len(batches[-1]) >= settings.OTTO_MAX_BATCH_ITEMS
+            or size + bytes_ > settings.OTTO_MAX_BATCH_BYTES
+        ):
+            batches.append([])
+            size = 0
+        batches[-1].append(item)
+        size += bytes_
+    return batches
+
+
+def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
+    """Append items in order, all or nothing; compact Y when an append overflows it.
+
+    Every item is validated before anything is written. Each item is mirrored in the database in
+    the transaction that acknowledges it, so an acknowledged item survives any crash.
+    """
+    for index, item in enumerate(items):
+        _check_item(item, index if len(items) > 1 else None)
+    outcomes: list[AppendOutcome] = []
+    queues = {kind: queue_for(session, kind) for kind in dict.fromkeys(i.kind for i in items)}
+    # Counted and hashed before the transaction: none of it needs the write lock.
+    drafts = [
+        queues[i.kind].draft(
+            i.role, i.text, protected=i.protected, meta=i.meta, name=i.name, occurred_at=i.occurred_at
+        )
+        for i in items
+    ]
+    with transaction.atomic(), ExitStack() as batches:
+        for queue in queues.values():
+            # The rows are written together when the loop ends (or before a compaction reads them).
+            batches.enter_context(cast(DjangoTierStore, queue.store).batched())
+        history_turns = 0
+        for item, draft in zip(items, drafts, strict=True):
+            queue = queues[item.kind]
+            appended = queue.append_draft(draft)
+            compaction = None
+            if appended.needs_compaction:
+                compaction = _compact_now(session, queue)
+            history_turns += item.kind == "history"
+            outcomes.append(
+                AppendOutcome(
+                    hash=appended.item.hash,
+                    kind=item.kind,
+                    position=appended.item.position,
+                    compaction=compaction,
+                )
+            )
+        Session.objects.filter(pk=session.pk).update(
+            turns=F("turns") + history_turns, updated_at=timezone.now()
+        )
+        for kind in queues:
+            schedule_embedding(session, kind)
+    return outcomes
+
+
+def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
+    """Hand the compaction an append triggered to the worker, or run it inline (OTTO_COMPACTION)."""
+    if settings.OTTO_COMPACTION == "job":
+        return {"job_id": enqueue_compaction(session=session).id}
+    compact_session(session=session, kind=queue.kind, queue=queue)
+    transaction.on_commit(lambda: embed_quietly(session, queue.kind))
+    return None
+
+
+def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:
+    """Append the context items not already stored, in batches `check_batch` accepts (each its own
+    short transaction); return how many were new.
+
+    Idempotent: an item whose text the session's context tier holds is skipped (chunks are
+    content-addressed), so a second run, or a resent transcript, stores nothing twice.
+    """
+    stored = 0
+    for batch in bounded_batches(items):
+        hashes = [content_hash(i.text) for i in batch]
+        held = set(
+            Item.objects.filter(session=session, kind="context", chunk__hash__in=hashes).values_list(
+                "chunk__hash", flat=True
+            )
+        )
+        fresh = [i for i, h in zip(batch, hashes, strict=True) if h not in held]
+        if fresh:
+            append_items(session=session, items=fresh)
+        stored += len(fresh)
+    return stored

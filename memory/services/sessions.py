@@ -1,0 +1,110 @@
+"""Sessions: their ids, creating and deleting them, and clearing their conversation."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ottoweb.errors import Conflict, Invalid
+
+from ..engine.types import KINDS, SESSION_ID
+from ..models import Item, Session, TierState
+from ..storage import fts_delete, vec_delete
+from . import embedding
+
+# Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
+# and /sessions/import is the import route.
+UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
+
+
+def check_session_id(sid: str) -> None:
+    if not SESSION_ID.match(sid):
+        raise Invalid(
+            "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
+        )
+    if sid in UNADDRESSABLE_IDS:
+        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field="id")
+
+
+def create_session(
+    *,
+    user,  # type: ignore[no-untyped-def]
+    sid: str | None = None,
+    title: str = "",
+    workspace: str = "",
+    x_budget: int | None = None,
+    y_budget: int | None = None,
+    protected_share: float | None = None,
+) -> Session:
+    """Create a session for `user`; its id is generated when absent. Conflict when the id is taken."""
+    if sid is None:
+        sid = "s-" + secrets.token_hex(8)
+    check_session_id(sid)
+    if protected_share is not None and not 0.05 <= protected_share <= 1.0:
+        raise Invalid("protected_share must be between 0.05 and 1", field="protected_share")
+    try:
+        with transaction.atomic():
+            session = Session.objects.create(
+                user=user,
+                sid=sid,
+                title=title,
+                workspace=workspace,
+                x_budget=x_budget or settings.OTTO_X_BUDGET,
+                y_budget=y_budget or settings.OTTO_Y_BUDGET,
+                embedding_model=embedding.database_stamp(),
+                protected_share=protected_share,
+            )
+            TierState.objects.bulk_create([TierState(session=session, kind=k) for k in KINDS])
+    except IntegrityError:
+        raise Conflict(f"session id {sid!r} is taken", field="id") from None
+    return session
+
+
+def delete_session(*, session: Session) -> None:
+    """Remove the session and everything of it (items, chunks, bullets, vectors, index rows)."""
+    with transaction.atomic():
+        item_ids = list(session.items.values_list("pk", flat=True))
+        fts_delete(item_ids)
+        vec_delete(item_ids)
+        session.items.all().delete()
+        session.delete()
+
+
+def reset_session(*, session: Session, mode: str) -> None:
+    """Clear the conversation: items, chunks, vectors and index rows of both kinds.
+
+    mode "summary" keeps the rolling summary: the live bullets, and behind them the archived turns
+    they cite (chunk, item, vector, index row), so every hash a kept bullet cites still resolves,
+    the dashboard can open it, recall finds it and the session's export is accepted by its own
+    import. Everything else goes: X, Y raw, uncited archived turns, the context tier, and the
+    superseded generations (they cite turns that are gone). "all" deletes every bullet generation
+    too and starts the generation count again.
+    """
+    with transaction.atomic():
+        kept: set[int] = set()
+        if mode == "summary":
+            cited = {
+                h
+                for refs in session.bullets.filter(superseded=False).values_list("hash_refs", flat=True)
+                for h in refs
+            }
+            kept = set(
+                session.items.filter(tier="a", kind="history", chunk__hash__in=cited).values_list(
+                    "pk", flat=True
+                )
+            )
+        item_ids = [pk for pk in session.items.values_list("pk", flat=True) if pk not in kept]
+        fts_delete(item_ids)
+        vec_delete(item_ids)
+        for start in range(0, len(item_ids), 500):
+            Item.objects.filter(pk__in=item_ids[start : start + 500]).delete()
+        session.chunks.exclude(items__isnull=False).delete()
+        if mode == "all":
+            session.bullets.all().delete()
+            TierState.objects.filter(session=session).update(generation=0)
+        else:
+            session.bullets.filter(superseded=True).delete()
+        Session.objects.filter(pk=session.pk).update(turns=0, updated_at=timezone.now())

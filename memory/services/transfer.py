@@ -1,0 +1,357 @@
+"""Export and import: a session as one JSON document, and a session made from one.
+
+A document is validated whole before anything is written; errors name the path of the first
+problem, e.g. `pending[2].hash: does not match the sha256 of text`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ottoweb.errors import Invalid, TooLarge
+
+from ..engine import tokens as tok
+from ..engine.hashing import content_hash
+from ..engine.types import KINDS, ROLES, Draft, meta_problem, name_problem, parse_moment, text_problem
+from ..models import Bullet, Item, Session, TierState, offset_minutes
+from ..storage import DjangoTierStore
+from .jobs import enqueue_reembed
+from .sessions import check_session_id, create_session
+
+EXPORT_FORMAT = "ottoweb.session"
+# Version 2 added each turn's `name` and `occurred_at`; version 1 documents still import.
+EXPORT_VERSION = 2
+
+
+def export_session(session: Session) -> dict[str, Any]:
+    """The session as one JSON document: live tiers verbatim, live bullets, the chunks they cite
+    and the archived turns those chunks belong to (so recall's neighbours survive). No vectors:
+    they belong to the model that made them."""
+    bullets = list(
+        Bullet.objects.filter(session=session, superseded=False).order_by("kind", "first_position", "id")
+    )
+    cited = {h for b in bullets for h in b.hash_refs}
+    items = list(Item.objects.filter(session=session).select_related("chunk").order_by("kind", "position"))
+    pending = [i for i in items if i.tier != "a"]
+    # Archived context items have no bullet layer: they are exported as they are.
+    archive = [i for i in items if i.tier == "a" and (i.kind == "context" or i.chunk.hash in cited)]
+    chunks = {i.chunk.hash: i.chunk.text for i in archive}
+    generations = dict(TierState.objects.filter(session=session).values_list("kind", "generation"))
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "session": {
+            "id": session.sid,
+            "title": session.title,
+            "workspace": session.workspace,
+            "x_budget": session.x_budget,
+            "y_budget": session.y_budget,
+            "turns": session.turns,
+            "generation": generations.get("history", 0),
+            "generations": {k: generations.get(k, 0) for k in KINDS},
+            "embedding_model": session.embedding_model,
+            "created_at": session.created_at.isoformat(),
+            "updated_at": session.updated_at.isoformat(),
+        },
+        "pending": [
+            {
+                "kind": i.kind,
+                "tier": i.tier,
+                "position": i.position,
+                "role": i.role,
+                "hash": i.chunk.hash,
+                "text": i.chunk.text,
+                "protected": i.protected,
+                "name": i.name,
+                "occurred_at": i.when.isoformat(),
+                "meta": i.meta,
+            }
+            for i in pending
+        ],
+        "bullets": [
+            {
+                "kind": b.kind,
+                "text": b.text,
+                "hash_refs": list(b.hash_refs),
+                "generation": b.generation,
+                "protected": b.protected,
+                "role": b.role,
+                "first_position": b.first_position,
+            }
+            for b in bullets
+        ],
+        "chunks": [{"hash": h, "text": t} for h, t in sorted(chunks.items())],
+        "archive": [
+            {
+                "kind": i.kind,
+                "position": i.position,
+                "role": i.role,
+                "hash": i.chunk.hash,
+                "protected": i.protected,
+                "name": i.name,
+                "occurred_at": i.when.isoformat(),
+                "meta": i.meta,
+            }
+            for i in archive
+        ],
+    }
+
+
+def export_session_json(session: Session) -> bytes:
+    """The export document as sent (compact JSON, UTF-8). TooLarge beyond OTTO_MAX_IMPORT_BYTES:
+    export and import share that limit, so whatever is exported imports back."""
+    data = json.dumps(export_session(session), ensure_ascii=False, separators=(",", ":")).encode()
+    limit = settings.OTTO_MAX_IMPORT_BYTES
+    if len(data) > limit:
+        raise TooLarge(
+            f"the session's document is {len(data):,} bytes, over the {limit:,} an import accepts "
+            "(OTTO_MAX_IMPORT_BYTES, which export and import share); raise it to export this session"
+        )
+    return data
+
+
+# --- validation of a document before import --------------------------------------------------
+
+
+class DocumentError(ValueError):
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+
+
+WORDS = {str: "a string", int: "an integer", list: "a list", dict: "an object", bool: "true or false"}
+
+
+def _need(obj: Any, path: str, key: str, kind: type, *, optional: bool = False) -> Any:
+    """obj[key], which must exist (unless optional) and be of `kind`."""
+    where = f"{path}.{key}" if path else key
+    if not isinstance(obj, dict):
+        raise DocumentError(path or "$", "must be an object")
+    if key not in obj:
+        if optional:
+            return None
+        raise DocumentError(where, "is missing")
+    value = obj[key]
+    # A JSON true is a Python int; it is never a count or a position.
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise DocumentError(where, f"must be {WORDS[kind]}")
+    return value
+
+
+def _list(doc: dict[str, Any], key: str) -> list[Any]:
+    value = _need(doc, "", key, list)
+    return value  # type: ignore[no-any-return]
+
+
+def _check_text(value: str, path: str, max_chars: int) -> None:
+    if not value.strip():
+        raise DocumentError(path, "must not be empty")
+    if len(value) > max_chars:
+        raise DocumentError(path, f"is {len(value):,} characters; the limit is {max_chars:,}")
+
+
+# The largest integer every JSON reader keeps exact; far inside SQLite's and PostgreSQL's bigint, so
+# a position one past it still fits.
+MAX_INT = 2**53 - 1
+
+
+def _check_values(value: Any, path: str) -> None:
+    """Every string storable as text, every number one a database column and JSON can hold."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise DocumentError(path, problem)
+    elif isinstance(value, bool):
+        return
+    elif isinstance(value, int):
+        if not -MAX_INT <= value <= MAX_INT:
+            raise DocumentError(path, "is out of range")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise DocumentError(path, "must be a finite number")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_values(key, path)
+            _check_values(item, f"{path}.{key}" if path != "$" else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _check_values(item, f"{path}[{n}]")
+
+
+def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
+    """The document, checked: types, hashes, positions, and every hash ref resolving."""
+    if not isinstance(document, dict):
+        raise DocumentError("$", "a session document must be a JSON object")
+    _check_values(document, "$")
+    if document.get("format") != "ottoweb.session":
+        raise DocumentError("format", 'must be "ottoweb.session"')
+    version = document.get("version")
+    if version not in (1, 2) or isinstance(version, bool):
+        raise DocumentError("version", "must be 1 or 2")
+    session = _need(document, "", "session", dict)
+    for key in ("id", "title", "workspace", "embedding_model"):
+        _need(session, "session", key, str)
+    for key in ("x_budget", "y_budget", "turns", "generation"):
+        value = _need(session, "session", key, int)
+        if value < 0 or (key.endswith("budget") and not 16 <= value <= 10_000_000):
+            raise DocumentError(f"session.{key}", "is out of range")
+    generations = _need(session, "session", "generations", dict, optional=True) or {}
+    for kind, value in generations.items():
+        if kind not in KINDS or isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise DocumentError(
+                f"session.generations.{kind}", "must be a non-negative integer of a known kind"
+            )
+    session["generations"] = generations
+
+    texts: dict[str, str] = {}
+    for n, chunk in enumerate(_list(document, "chunks")):
+        path = f"chunks[{n}]"
+        text = _need(chunk, path, "text", str)
+        digest = _need(chunk, path, "hash", str)
+        _check_text(text, f"{path}.text", max_item_chars)
+        if content_hash(text) != digest:
+            raise DocumentError(f"{path}.hash", "does not match the sha256 of text")
+        texts[digest] = text
+
+    seen: set[tuple[str, int]] = set()
+
+    def check_turn(entry: Any, path: str) -> None:
+        kind = _need(entry, path, "kind", str)
+        if kind not in KINDS:
+            raise DocumentError(f"{path}.kind", f"must be one of {', '.join(KINDS)}")
+        position = _need(entry, path, "position", int)
+        if position < 0 or (kind, position) in seen:
+            raise DocumentError(f"{path}.position", "must be a non-negative position not used twice")
+        seen.add((kind, position))
+        if _need(entry, path, "role", str) not in ROLES:
+            raise DocumentError(f"{path}.role", f"must be one of {', '.join(ROLES)}")
+        _need(entry, path, "protected", bool)
+        problem = meta_problem(_need(entry, path, "meta", dict))
+        if problem:
+            raise DocumentError(f"{path}.meta", problem)
+        # Both optional (a version 1 document has neither): no name, and a turn with no time
+        # happened when it is imported.
+        problem = name_problem(_need(entry, path, "name", str, optional=True) or "")
+        if problem:
+            raise DocumentError(f"{path}.name", problem)
+        when = _need(entry, path, "occurred_at", str, optional=True)
+        if when is not None:
+            try:
+                entry["occurred_at"] = parse_moment(when)
+            except ValueError as exc:
+                raise DocumentError(f"{path}.occurred_at", str(exc)) from None
+
+    for n, entry in enumerate(_list(document, "pending")):
+        path = f"pending[{n}]"
+        check_turn(entry, path)
+        if _need(entry, path, "tier", str) not in ("x", "y"):
+            raise DocumentError(f"{path}.tier", 'must be "x" or "y"')
+        text = _need(entry, path, "text", str)
+        _check_text(text, f"{path}.text", max_item_chars)
+        if content_hash(text) != _need(entry, path, "hash", str):
+            raise DocumentError(f"{path}.hash", "does not match the sha256 of text")
+        texts.setdefault(entry["hash"], text)
+    for n, entry in enumerate(_list(document, "archive")):
+        path = f"archive[{n}]"
+        check_turn(entry, path)
+        if _need(entry, path, "hash", str) not in texts:
+            raise DocumentError(f"{path}.hash", "names no chunk of the document")
+    for n, bullet in enumerate(_list(document, "bullets")):
+        path = f"bullets[{n}]"
+        if _need(bullet, path, "kind", str) not in KINDS:
+            raise DocumentError(f"{path}.kind", f"must be one of {', '.join(KINDS)}")
+        _check_text(_need(bullet, path, "text", str), f"{path}.text", max_item_chars)
+        refs = _need(bullet, path, "hash_refs", list)
+        for r, ref in enumerate(refs):
+            if not isinstance(ref, str) or ref not in texts:
+                raise DocumentError(f"{path}.hash_refs[{r}]", "names no chunk of the document")
+        if _need(bullet, path, "generation", int) < 0 or _need(bullet, path, "first_position", int) < 0:
+            raise DocumentError(path, "generation and first_position must not be negative")
+        _need(bullet, path, "protected", bool)
+        role = _need(bullet, path, "role", str)
+        if role and role not in ROLES:
+            raise DocumentError(f"{path}.role", f"must be empty or one of {', '.join(ROLES)}")
+    return document
+
+
+def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]
+    """Create a session from an export document, validated whole before anything is written.
+
+    Raises Invalid naming the first bad path (e.g. `chunks[3].hash`), Conflict when the id is
+    taken. Vectors are not in a document: a re-embedding job is queued on commit.
+    """
+    try:
+        doc = validate(document, max_item_chars=settings.OTTO_MAX_ITEM_CHARS)
+    except DocumentError as exc:
+        raise Invalid(str(exc), field=exc.path) from None
+    meta = doc["session"]
+    target = sid or meta["id"]
+    check_session_id(target)
+    with transaction.atomic():
+        session = create_session(
+            user=user,
+            sid=target,
+            title=meta["title"],
+            workspace=meta["workspace"],
+            x_budget=meta["x_budget"],
+            y_budget=meta["y_budget"],
+        )
+        texts = {c["hash"]: c["text"] for c in doc["chunks"]} | {p["hash"]: p["text"] for p in doc["pending"]}
+        store = DjangoTierStore(session)
+        chunk_of: dict[str, Any] = {}
+        rows = [(p, p["tier"]) for p in doc["pending"]] + [(a, "a") for a in doc["archive"]]
+        for entry, tier in sorted(rows, key=lambda r: (r[0]["kind"], r[0]["position"])):
+            h = entry["hash"]
+            if h not in chunk_of:
+                chunk_of[h] = store.chunk_for(
+                    Draft(role=entry["role"], text=texts[h], hash=h, tokens=tok.count_tokens(texts[h]))
+                )
+            # A version 1 document says nothing of when: its turns happened when they arrive.
+            when = entry.get("occurred_at") or timezone.now()
+            item = Item.objects.create(
+                session=session,
+                kind=entry["kind"],
+                position=entry["position"],
+                chunk=chunk_of[h],
+                role=entry["role"],
+                tier=tier,
+                protected=entry["protected"],
+                tokens=chunk_of[h].tokens,
+                meta=entry["meta"],
+                name=entry.get("name", ""),
+                occurred_at=when,
+                utc_offset=offset_minutes(when),
+            )
+            store.index_item(item, texts[h])
+        Bullet.objects.bulk_create(
+            [
+                Bullet(
+                    session=session,
+                    kind=b["kind"],
+                    generation=b["generation"],
+                    text=b["text"],
+                    hash_refs=b["hash_refs"],
+                    tokens=tok.count_tokens(b["text"]),
+                    first_position=b["first_position"],
+                    protected=b["protected"],
+                    role=b["role"],
+                )
+                for b in doc["bullets"]
+            ]
+        )
+        for kind in KINDS:
+            positions = [r[0]["position"] for r in rows if r[0]["kind"] == kind]
+            TierState.objects.filter(session=session, kind=kind).update(
+                generation=meta["generations"].get(kind, meta["generation"] if kind == "history" else 0),
+                next_position=max(positions) + 1 if positions else 0,
+            )
+        Session.objects.filter(pk=session.pk).update(turns=meta["turns"])
+        session.refresh_from_db()
+        enqueue_reembed(session=session)
+    return session
