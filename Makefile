@@ -54,4 +54,4 @@ test: setup lint browser-deps
 # flows (their views run on PostgreSQL in tests/dashboard) and tests marked sqlite_pass.
 test-postgres: setup
 	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest \
-		--ignore=tests/engine --ignore=tests/browser -m "not sqlite_pass"
+		--ignore=tests/memory/engine --ignore=tests/browser -m "not sqlite_pass"

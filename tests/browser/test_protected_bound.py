@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.memory.test_protected_bound import PLANTED, person_turns
+from tests.memory.services.test_protected_bound import PLANTED, person_turns
 
 from .conftest import Live, shot
 

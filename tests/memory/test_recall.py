@@ -9,7 +9,7 @@ from memory.engine import tokens
 from memory.engine.embeddings import WordLlamaBackend
 from memory.models import Bullet, ItemVector, Session
 from memory.services import NewItem
-from tests.engine.conftest import synthetic_turns
+from tests.memory.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,7 @@ from contextlib import closing
 import pytest
 
 from tests.live import Instance, postgres_connection
-from tests.memory.test_worker import turn
+from tests.memory.services.test_worker import turn
 from tests.stubs import SlowChat, StubServer
 
 pytestmark = pytest.mark.slow

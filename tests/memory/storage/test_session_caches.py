@@ -11,7 +11,7 @@ from memory.models import Item, ItemVector
 from memory.recall import recall
 from memory.services import NewItem
 from memory.storage import VectorCache, bm25_search, fts_search, keyword_cache, vec_search, vector_cache
-from tests.engine.conftest import synthetic_turns
+from tests.memory.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
 

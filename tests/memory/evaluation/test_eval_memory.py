@@ -11,7 +11,7 @@ import pytest
 
 from memory.evaluation import locomo
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DEV = ROOT.parent / "shared" / "data" / "locomo" / "locomo10_dev.json"
 
 pytestmark = pytest.mark.slow

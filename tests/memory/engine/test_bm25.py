@@ -6,7 +6,7 @@ import pysqlite3 as sqlite3
 import pytest
 
 from memory.engine import bm25
-from tests.engine.conftest import synthetic_turns
+from tests.memory.engine.conftest import synthetic_turns
 
 DOCS = [text for _, text in synthetic_turns(120, seed=21)] + [
     "Café Müller's ERR_QUOTA_7731 came back after the billing_v2 deploy",

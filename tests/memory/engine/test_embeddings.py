@@ -16,7 +16,7 @@ from memory.engine.embeddings import (
     canonical,
 )
 
-SHARED_MINILM = Path(__file__).resolve().parents[3] / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
+SHARED_MINILM = Path(__file__).resolve().parents[4] / "shared" / "models" / "all-MiniLM-L6-v2-onnx-int8"
 SENTENCES = ["The cat sat on the mat.", "A kitten rested on a rug.", "Stock prices fell sharply today."]
 
 

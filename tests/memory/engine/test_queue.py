@@ -10,7 +10,7 @@ from memory.engine.hashing import content_hash
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
-from tests.engine.conftest import synthetic_turns
+from tests.memory.engine.conftest import synthetic_turns
 
 
 def lazy_summarize(items: Sequence[SourceItem]) -> str:

@@ -10,8 +10,8 @@ import pytest
 from memory import services
 from memory.models import Bullet, Chunk, Item, ItemVector, Job, Session
 from memory.services import NewItem
-from tests.engine.conftest import synthetic_turns
-from tests.memory.indexes import fts_count
+from tests.memory.engine.conftest import synthetic_turns
+from tests.memory.storage.indexes import fts_count
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from memory import services
 from memory.models import Item
 from memory.services import NewItem
-from tests.memory.indexes import fts_count
+from tests.memory.storage.indexes import fts_count
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -21,7 +21,7 @@ def test_engine_imports_nothing_from_django():
     assert out.strip() == "[]"
 
 
-ENGINE = Path(__file__).resolve().parents[2] / "memory" / "engine"
+ENGINE = Path(__file__).resolve().parents[3] / "memory" / "engine"
 # Modules that open connections; the engine is handed their results, it never makes the calls.
 NETWORK = (
     "socket",
