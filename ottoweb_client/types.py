@@ -103,14 +103,7 @@ class ContextOut(TypedDict):
     text: str
 
 
-class RecallTurn(TypedDict):
-    hash: str
-    role: str
-    name: str
-    occurred_at: str
-    meta: dict[str, Any]
-    text: str
-    position: int
+class RecallTurn(TurnOut):
     hit: bool
     truncated: NotRequired[bool]
 

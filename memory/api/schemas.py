@@ -174,14 +174,7 @@ class RecallIn(StrictIn):
     until: Moment = Field(None, description="only turns that happened before this time (ISO 8601)")
 
 
-class RecallTurn(Schema):
-    hash: str
-    role: str
-    name: str
-    occurred_at: datetime
-    meta: dict[str, Any]
-    text: str
-    position: int
+class RecallTurn(TurnOut):
     hit: bool
     truncated: bool = False
 
