@@ -3,7 +3,7 @@
 - a session's summary and its live context: the documents the REST API and the MCP tools return;
 - what only the dashboard shows: tier fills, the generation timeline, the turns a bullet cites.
 
-Every write goes through `memory/services.py`.
+Every write goes through `memory/services/`.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from .schemas import (
 
 router = Router(tags=["sessions"])
 
-# Job ids are 16 hex digits (services._new_job); the column holds at most 32 characters.
+# Job ids are 16 hex digits (services.jobs._new_job); the column holds at most 32 characters.
 JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
 
 # 409: an id that is taken.
