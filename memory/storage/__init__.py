@@ -13,7 +13,7 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 """
 
 from .caches import KeywordCache, SessionCache, VectorCache, keyword_cache, release_memory, vector_cache
-from .fts import bm25_search, fts_delete, fts_index, fts_search, scope_of
+from .fts import bm25_search, fts_delete, fts_index_many, fts_search, scope_of
 from .reads import (
     BULLET_FIELDS,
     SUBSTRING_BATCH,
@@ -54,7 +54,7 @@ __all__ = [
     "bullet_from_row",
     "ensure_vec_table",
     "fts_delete",
-    "fts_index",
+    "fts_index_many",
     "fts_search",
     "item_from_row",
     "item_rows",

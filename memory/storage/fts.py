@@ -3,7 +3,7 @@ ranking from the in-process `keyword_cache` when the session fits in it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from django.db import connection
@@ -18,18 +18,21 @@ def scope_of(session_pk: int, kind: str) -> str:
     return f"s{session_pk}{kind}"
 
 
-def fts_index(item_id: int, *, session_pk: int, kind: str, body: str, context: str) -> None:
+def fts_index_many(entries: Sequence[tuple[int, int, str, str, str]]) -> None:
+    """Index items: (item id, session pk, kind, body, context) each, in one statement."""
+    if not entries:
+        return
     with connection.cursor() as cursor:
         if is_sqlite():
-            cursor.execute(
+            cursor.executemany(
                 "INSERT INTO memory_item_fts(rowid, scope, body, context) VALUES (%s, %s, %s, %s)",
-                [item_id, scope_of(session_pk, kind), body, context],
+                [(i, scope_of(s, k), body, ctx) for i, s, k, body, ctx in entries],
             )
         elif is_postgres():
-            cursor.execute(
+            cursor.executemany(
                 "INSERT INTO memory_item_fts_pg(item_id, session_id, kind, body, ctx) "
                 "VALUES (%s, %s, %s, to_tsvector('simple', %s), to_tsvector('simple', %s))",
-                [item_id, session_pk, kind, body, context],
+                list(entries),
             )
 
 

@@ -2,7 +2,7 @@
 `TieredQueue` of one session.
 
 Callers hold the transaction. Every item is indexed for keyword search in the transaction that
-stores it (`fts.fts_index`); vectors are written later, off the append path (`memory/recall.py`).
+stores it (`fts.fts_index_many`); vectors are written later, off the append path (`memory/recall.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..engine.types import Bullet, Draft, Item, Tier, TierTotals
 from ..models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState, offset_minutes
 from ..models import Bullet as BulletRow
 from ..models import Item as ItemRow
-from .fts import fts_index
+from .fts import fts_index_many
 from .rows import bullet_from_row, item_from_row, said_of
 
 
@@ -72,9 +72,11 @@ class DjangoTierStore:
         for row, draft in pending:
             row.chunk_id = chunks[draft.hash]
         ItemRow.objects.bulk_create([row for row, _ in pending], batch_size=500)
+        entries = []
         for row, draft in pending:
-            self.index_item(row, draft.text)
+            entries.append(self._index_entry(row, draft.text))
             self._last[row.kind] = (row, draft.text)
+        fts_index_many(entries)
         for kind in {row.kind for row, _ in pending}:
             state = self._locked[kind]
             TierState.objects.filter(pk=state.pk).update(next_position=state.next_position)
@@ -186,6 +188,9 @@ class DjangoTierStore:
 
     def index_item(self, row: ItemRow, text: str) -> None:
         """Add the item to the keyword index, with the turn before it as context."""
+        fts_index_many([self._index_entry(row, text)])
+
+    def _index_entry(self, row: ItemRow, text: str) -> tuple[int, int, str, str, str]:
         last = self._last.get(row.kind)
         if last is not None and last[0].position == row.position - 1:
             before: Said | None = said_of(*last)
@@ -199,13 +204,7 @@ class DjangoTierStore:
                 else None
             )
             before = said_of(previous, previous.chunk.text) if previous else None
-        fts_index(
-            row.pk,
-            session_pk=self.session.pk,
-            kind=row.kind,
-            body=text,
-            context=index_context(said_of(row, text), before),
-        )
+        return (row.pk, self.session.pk, row.kind, text, index_context(said_of(row, text), before))
 
     def add_to_x(self, kind: str, draft: Draft) -> Item:
         return self._place(kind, draft, TIER_X)
