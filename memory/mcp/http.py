@@ -108,12 +108,13 @@ class BearerGate:
         row = await anyio.to_thread.run_sync(_owner, token) if token else None
         wait = await anyio.to_thread.run_sync(_refusal_wait, scope) if token and row is None else 0
         if wait:
-            audit.count_anonymous("mcp", 429)
+            refusal = throttle.Throttled(wait)  # the REST API's refusal, word for word
+            audit.count_anonymous("mcp", refusal.status)
             await _json(
                 send,
-                429,
-                {"detail": f"too many failed sign-ins; try again in {wait} s", "code": "throttled"},
-                [(b"retry-after", str(wait).encode())],
+                refusal.status,
+                {"detail": refusal.detail, "code": refusal.code},
+                [(b"retry-after", str(refusal.retry_after).encode())],
             )
             return
         if row is None:
