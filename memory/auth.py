@@ -15,6 +15,7 @@ from ninja.security import HttpBearer
 from ottoweb import throttle
 
 from .models import ApiToken
+from .storage import lookups
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def token_owner(token: str) -> ApiToken | None:
     """
     if not token or len(token) > 200:
         return None
-    row = ApiToken.objects.active().select_related("user").filter(digest=ApiToken.digest_of(token)).first()
+    row = lookups.live_token(ApiToken.digest_of(token))
     if row is None or not row.user.is_active:
         return None
     now = timezone.now()

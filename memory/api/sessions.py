@@ -20,6 +20,7 @@ from ..engine.types import SESSION_ID
 from ..models import AuditEntry, Item, Job, Session
 from ..reads import session_context, session_summary
 from ..recall import recall
+from ..storage import lookups
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -57,8 +58,10 @@ def user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: i
     if not SESSION_ID.match(sid):
         # No session has such an id; a NUL or a 10,000-character id never reaches the database.
         raise NotFound("no session with that id")
-    rows = Session.objects.for_user(user)
-    session = (rows.with_totals() if totals else rows).filter(sid=sid).first()
+    if totals:
+        session = Session.objects.for_user(user).with_totals().filter(sid=sid).first()
+    else:
+        session = lookups.user_session(user.pk, sid)
     if session is None:
         raise NotFound(f"no session {sid!r}")
     return session

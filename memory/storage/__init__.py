@@ -9,6 +9,7 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `fts.py`: the keyword index (FTS5 on SQLite, tsvector on PostgreSQL) and BM25 from the cache.
 - `vectors.py`: the sqlite-vec mirror of the vectors, vector search, items still unembedded.
 - `caches.py`: the per-process `vector_cache` and `keyword_cache`, within a memory budget.
+- `lookups.py`: the lookups every request makes (token, session, tier state), SQL written once.
 - `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
 """
 

@@ -19,6 +19,7 @@ from ..engine.types import Bullet, Draft, Item, Tier, TierTotals
 from ..models import TIER_ARCHIVED, TIER_X, TIER_Y, Chunk, Session, TierState, offset_minutes
 from ..models import Bullet as BulletRow
 from ..models import Item as ItemRow
+from . import lookups
 from .fts import fts_index_many
 from .rows import bullet_from_row, item_from_row, said_of
 
@@ -58,10 +59,7 @@ class DjangoTierStore:
             return
         drafts = {draft.hash: draft for _, draft in pending}
         hashes = list(drafts)
-        chunks: dict[str, int] = {}
-        for start in range(0, len(hashes), 500):
-            held = Chunk.objects.filter(session=self.session, hash__in=hashes[start : start + 500])
-            chunks.update(held.values_list("hash", "id"))
+        chunks = lookups.chunk_ids(self.session.pk, hashes)
         new = [
             Chunk(session=self.session, hash=h, text=d.text, tokens=d.tokens)
             for h, d in drafts.items()
@@ -91,10 +89,7 @@ class DjangoTierStore:
     def _state(self, kind: str, *, lock: bool = False) -> TierState:
         if kind in self._locked:
             return self._locked[kind]
-        rows = TierState.objects.filter(session=self.session, kind=kind)
-        if lock:
-            rows = rows.select_for_update()
-        state = rows.first()
+        state = lookups.tier_state(self.session.pk, kind, lock=lock)
         if state is None:
             state, _ = TierState.objects.get_or_create(session=self.session, kind=kind)
         if lock and connection.in_atomic_block:
@@ -195,15 +190,8 @@ class DjangoTierStore:
         if last is not None and last[0].position == row.position - 1:
             before: Said | None = said_of(*last)
         else:
-            previous = (
-                ItemRow.objects.of_kind(self.session, row.kind)
-                .filter(position=row.position - 1)
-                .select_related("chunk")
-                .first()
-                if row.position
-                else None
-            )
-            before = said_of(previous, previous.chunk.text) if previous else None
+            previous = lookups.item_at(self.session.pk, row.kind, row.position - 1) if row.position else None
+            before = said_of(*previous) if previous else None
         return (row.pk, self.session.pk, row.kind, text, index_context(said_of(row, text), before))
 
     def add_to_x(self, kind: str, draft: Draft) -> Item:
