@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import bm25
-from .retrieval import _STOP
+from .retrieval import STOPWORDS
 
 # A word of the question reaches a word of the session at this cosine (WordLlama l2_supercat_256:
 # "books"/"novel" 0.53, "pets"/"dog" 0.40, "trip"/"camping" 0.22).
@@ -63,7 +63,9 @@ def vocabulary(
     computed on first use."""
     found = _vocabularies.get(part)
     if found is None:
-        words = sorted(w for w in part.vocab if _CANDIDATE.fullmatch(w) and w not in _STOP and w not in skip)
+        words = sorted(
+            w for w in part.vocab if _CANDIDATE.fullmatch(w) and w not in STOPWORDS and w not in skip
+        )
         if len(words) > limit:
             words = sorted(sorted(words, key=lambda w: -part.df(w))[:limit])
         vectors = np.asarray(embed(words), dtype=np.float32) if words else np.zeros((0, 1), np.float32)

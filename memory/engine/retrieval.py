@@ -22,7 +22,7 @@ K = TypeVar("K", bound=Hashable)
 RRF_K = 60
 
 _TERM = re.compile(r"[\w]+", re.UNICODE)
-_STOP = frozenset(
+STOPWORDS = frozenset(
     """a an and are as at be but by did do does for from had has have he her him his how i if in is it
     its me my of on or our she so than that the their them then there these they this to was we were
     what when where which who whom why will with would you your""".split()
@@ -107,7 +107,7 @@ def dense_text(turn: Said, previous: Said | None) -> str:
 def query_terms(query: str, *, drop_stopwords: bool = True) -> list[str]:
     """Lower-cased word tokens of a query, de-duplicated, stop words dropped unless nothing is left."""
     words = [w.lower() for w in _TERM.findall(query)]
-    kept = [w for w in words if w not in _STOP] if drop_stopwords else words
+    kept = [w for w in words if w not in STOPWORDS] if drop_stopwords else words
     return list(dict.fromkeys(kept or words))
 
 
