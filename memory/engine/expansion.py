@@ -15,9 +15,12 @@ multi-hop 56.3 % → 62.0 %; a plateau over threshold 0.25–0.4, 3–12 words a
 from __future__ import annotations
 
 import re
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import numpy.typing as npt
@@ -51,9 +54,55 @@ class Vocabulary:
     vectors: npt.NDArray[np.float32]
 
 
-# Per postings part (immutable, shared by every Index built on it: bm25.Index.add keeps the main
-# part), so a session's words are embedded once per part, and the vectors go when the part does.
-_vocabularies: weakref.WeakKeyDictionary[bm25.Postings, Vocabulary] = weakref.WeakKeyDictionary()
+# Every vocabulary a process holds, together: ≈ 1 KB a word, so ≈ 32,000 words (a conversation
+# of 5,000 turns has ≈ 4,000). Past it, the least recently used go first; one that is asked for
+# again is embedded again (≈ 0.1 s for 4,000 words).
+VOCABULARY_BYTES = 32 * 1024 * 1024
+
+
+class _Vocabularies:
+    """The vocabularies of postings parts (immutable, shared by every Index built on one:
+    bm25.Index.add keeps the main part), so a session's words are embedded once per part. An
+    entry goes when its part does (a weak reference) or when the byte budget needs the room.
+    Recalls on several web threads share it: a lock guards every change."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.held: OrderedDict[int, tuple[weakref.ref[bm25.Postings], Vocabulary]] = OrderedDict()
+        self.bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, part: bm25.Postings) -> Vocabulary | None:
+        with self._lock:
+            entry = self.held.get(id(part))
+            if entry is None or entry[0]() is not part:
+                return None
+            self.held.move_to_end(id(part))
+            return entry[1]
+
+    def put(self, part: bm25.Postings, vocabulary: Vocabulary) -> None:
+        with self._lock:
+            key = id(part)
+            self._drop(key)
+            self.held[key] = (weakref.ref(part, partial(self._gone, key)), vocabulary)
+            self.bytes += vocabulary.vectors.nbytes
+            while self.bytes > self.budget and len(self.held) > 1:
+                self._drop(next(iter(self.held)))
+
+    def _gone(self, key: int, ref: weakref.ref[bm25.Postings]) -> None:
+        """A part was freed: its entry goes with it (its id may be reused by a new part)."""
+        with self._lock:
+            entry = self.held.get(key)
+            if entry is not None and entry[0] is ref:
+                self._drop(key)
+
+    def _drop(self, key: int) -> None:
+        entry = self.held.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry[1].vectors.nbytes
+
+
+_vocabularies = _Vocabularies(VOCABULARY_BYTES)
 
 
 def vocabulary(
@@ -70,7 +119,7 @@ def vocabulary(
             words = sorted(sorted(words, key=lambda w: -part.df(w))[:limit])
         vectors = np.asarray(embed(words), dtype=np.float32) if words else np.zeros((0, 1), np.float32)
         found = Vocabulary(words, vectors)
-        _vocabularies[part] = found
+        _vocabularies.put(part, found)
     return found
 
 

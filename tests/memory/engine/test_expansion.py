@@ -96,3 +96,24 @@ def test_a_large_vocabulary_keeps_its_commonest_words():
     assert len(vocabulary.words) == 3
     assert set(vocabulary.words) <= {"filler", "turn", "number", "about", "nothing", "much"}
     assert vocabulary.vectors.shape == (3, 3)
+
+
+def test_the_vocabularies_held_stay_within_their_byte_budget_and_leave_with_their_part(monkeypatch):
+    held = expansion._Vocabularies(budget=2 * 4 * 3 * 4)  # two parts' worth: 4 words × 3 floats each
+    monkeypatch.setattr(expansion, "_vocabularies", held)
+    parts = [bm25.Postings.of([(1, f"alpha{n} beta gamma delta epsilon")]) for n in range(3)]
+    vectors = FakeVectors()
+    for part in parts:
+        expansion.vocabulary(part, vectors)
+    # The oldest went to make room; the two newest are still held, within the budget.
+    assert held.get(parts[0]) is None
+    assert held.get(parts[1]) is not None and held.get(parts[2]) is not None
+    assert held.bytes <= held.budget
+    calls = len(vectors.calls)
+    expansion.vocabulary(parts[2], vectors)
+    assert len(vectors.calls) == calls  # held: not embedded again
+    expansion.vocabulary(parts[0], vectors)
+    assert len(vectors.calls) == calls + 1  # dropped: embedded again
+
+    del parts[:], part
+    assert held.held == {} and held.bytes == 0
