@@ -68,6 +68,38 @@ def spoken_date(when: datetime) -> str:
     return f"{hour}:{when.minute:02d} {half} on {when.day} {when:%B}, {when.year}"
 
 
+_MONTHS = "january february march april may june july august september october november december".split()
+_NAMED_TIME = re.compile(
+    r"\b(?:(" + "|".join(_MONTHS) + r")\b(?:\s*,?\s*((?:19|20)\d\d)\b)?|((?:19|20)\d\d)\b)",
+    re.IGNORECASE,
+)
+# "may" alone is nearly always the verb; it names the month with a year or after one of these.
+_MAY_THE_MONTH = re.compile(r"\b(?:in|last|of|since|early|late|mid)\s+$", re.IGNORECASE)
+
+
+def named_times(query: str) -> list[tuple[int | None, int | None]]:
+    """The months and years a question names, as (year, month), either None when not named:
+    "in November 2022" → (2022, 11), "on 7 July, 2023" → (2023, 7), "in 2024" → (2024, None),
+    "last May" → (None, 5); "what may she do" names nothing."""
+    found: list[tuple[int | None, int | None]] = []
+    for m in _NAMED_TIME.finditer(query):
+        month, year, bare_year = m.groups()
+        if bare_year:
+            found.append((int(bare_year), None))
+            continue
+        if month.lower() == "may" and not year and not _MAY_THE_MONTH.search(query[: m.start()]):
+            continue
+        found.append((int(year) if year else None, _MONTHS.index(month.lower()) + 1))
+    return found
+
+
+def in_named_time(when: datetime | None, times: Sequence[tuple[int | None, int | None]]) -> bool:
+    """Whether `when` (the turn's own local time) falls in one of the named months or years."""
+    if when is None:
+        return False
+    return any((y is None or when.year == y) and (m is None or when.month == m) for y, m in times)
+
+
 def index_context(turn: Said, previous: Said | None) -> str:
     """Words that help find an item without being part of it: speaker, date, and the turn before.
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -18,21 +19,24 @@ from .sql import NO_BOUNDS, Bounds, marks
 
 def item_rows(
     session_pk: int, kind: str, item_ids: Sequence[int], bounds: Bounds = NO_BOUNDS
-) -> list[tuple[int, int, str, str, Any]]:
-    """(id, position, tier, chunk hash, name) of those of `item_ids` in the session and kind
-    (and inside `bounds`)."""
+) -> list[tuple[int, int, str, str, Any, datetime | None]]:
+    """(id, position, tier, chunk hash, name, local time) of those of `item_ids` in the session
+    and kind (and inside `bounds`)."""
     ids = [int(i) for i in item_ids]
     if not ids:
         return []
     within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.id, i.position, i.tier, c.hash, i.name FROM memory_item i "
-            "JOIN memory_chunk c ON c.id = i.chunk_id "
+            "SELECT i.id, i.position, i.tier, c.hash, i.name, i.occurred_at, i.utc_offset "
+            "FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.id IN ({marks(ids)}){within}",
             [session_pk, kind, *ids, *params],
         )
-        return [(int(pk), int(pos), tier, h, speaker) for pk, pos, tier, h, speaker in cursor.fetchall()]
+        return [
+            (int(pk), int(pos), tier, h, speaker, local_time(moment(when), offset) if when else None)
+            for pk, pos, tier, h, speaker, when, offset in cursor.fetchall()
+        ]
 
 
 def turn_rows(

@@ -298,3 +298,39 @@ def test_after_a_reset_the_next_generation_s_bullets_are_cited_not_a_cached_inde
     live = set(Bullet.objects.filter(session=session, superseded=False).values_list("pk", flat=True))
     assert after["bullets"] and {b["id"] for b in after["bullets"]} <= live
     assert all("beta" in b["text"] for b in after["bullets"])
+
+
+def _dated_session(alice):
+    from datetime import UTC, datetime
+
+    session = services.create_session(user=alice, sid="dated", x_budget=100_000, y_budget=100_000)
+    said = {
+        # The better keyword and meaning match, in March...
+        10: (datetime(2022, 3, 14, 15, 0, tzinfo=UTC), "I baked a chocolate cake, baking cakes is my thing"),
+        # ... and the turn of the month the question names, apart from it (one passage each).
+        40: (datetime(2022, 11, 9, 15, 0, tzinfo=UTC), "Made a lemon tart with the new oven this week"),
+    }
+    for n, (role, text) in enumerate(synthetic_turns(60, seed=5)):
+        when, name = datetime(2022, 1 + n % 12, 2, 10, 0, tzinfo=UTC), "Joanna"
+        if n in said:
+            (when, text), name = said[n], "Nate"
+        services.append_items(
+            session=session, items=[NewItem(role=role, text=text, name=name, occurred_at=when)]
+        )
+    return session
+
+
+def test_a_turn_of_the_month_the_question_names_ranks_higher(alice, monkeypatch):
+    from memory import recall as recall_module
+
+    session = _dated_session(alice)
+    query = "What cake did Nate bake in November 2022?"
+
+    def first_hit():
+        answer = recall_module.recall(session, query=query, kind="history", max_tokens=3000)
+        return answer["results"]["history"][0]["turns"][0]["text"]
+
+    assert first_hit().startswith("Made a lemon tart")
+    monkeypatch.setattr(recall_module, "TIME_BOOST", 0.0)
+    # Without the boost the March turn wins: the date among the indexed words is not enough.
+    assert first_hit().startswith("I baked a chocolate cake")

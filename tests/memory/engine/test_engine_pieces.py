@@ -164,3 +164,22 @@ def test_feedback_words_are_the_same_in_every_process():
     }
     # kiln, glaze: in all three texts; pottery and studio: two each, pottery met first.
     assert runs == {"kiln glaze pottery"}
+
+
+def test_named_times_reads_months_and_years_and_not_the_verb_may():
+    from datetime import datetime, timedelta, timezone
+
+    from memory.engine.retrieval import in_named_time, named_times
+
+    assert named_times("What did Nate share in November 2022?") == [(2022, 11)]
+    assert named_times("What did they discuss on 7 July, 2023?") == [(2023, 7)]
+    assert named_times("What charity event did John organize recently in 2024?") == [(2024, None)]
+    assert named_times("Where did she go last May?") == [(None, 5)]
+    assert named_times("What may Melanie do next?") == []
+    assert named_times("Where does Caroline live?") == []
+    # The turn's own local time decides: 23:30 on 30 November at UTC-5 is 1 December in UTC.
+    late = datetime(2022, 11, 30, 23, 30, tzinfo=timezone(timedelta(hours=-5)))
+    assert in_named_time(late, [(2022, 11)])
+    assert not in_named_time(late, [(2022, 12)])
+    assert in_named_time(late, [(None, 11)]) and in_named_time(late, [(2022, None)])
+    assert not in_named_time(None, [(2022, 11)])
