@@ -50,29 +50,29 @@ class ServerSections(Report):
         server = WebServer(token)
         worker: Worker | None = None
         try:
-            worker = Worker()
             server.expect(201, "POST", "/api/v1/sessions", {"id": "bench-http"})
             path = "/api/v1/sessions/bench-http/items"
             turns = chatter(2 * scale.http_appends, seed=4)
-            # The worker embeds these turns while the later ones are appended: on a small machine it
-            # competes with the server for the CPUs, so each line says how much it used meanwhile.
-            busy = cpu_s(worker.process.pid)
+            # The first appends with the worker idle: it starts after them (the server only hands
+            # their embedding to the broker either way). Started earlier, it embeds these turns while
+            # the later ones arrive, and on two cores that competes with the server, more or less
+            # depending on when its first task fires.
             times = [
                 timed(lambda r=role, t=text: server.expect(201, "POST", path, {"role": r, "text": t}))
                 for role, text in turns[: scale.http_appends]
             ]
             out["append_http"] = latency(times)
-            used = cpu_s(worker.process.pid)
-            out["append_http"]["worker_cpu_s"] = round(used - busy, 1)
-            busy = used
             self.line(
                 "append http",
                 out["append_http"],
                 "appends",
                 f"{'uvicorn (production server)' if server.kind == 'production' else 'runserver'}, "
-                f"a new connection per request; the worker used "
-                f"{out['append_http']['worker_cpu_s']:.1f} CPU s meanwhile",
+                "a new connection per request, the worker idle (started after these)",
             )
+            worker = Worker()
+            # The worker now embeds the turns above while these are appended: the line says how much
+            # CPU it used meanwhile.
+            busy = cpu_s(worker.process.pid)
             times = [
                 timed(
                     lambda r=role, t=text: server.expect(

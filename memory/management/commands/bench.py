@@ -7,8 +7,9 @@ print numbers, tests assert behaviour). One labelled line per figure:
   item per call through the engine alone (`TieredQueue` over `InMemoryStore`), `services.append_items`
   on SQLite, the API in-process (Django's test client: routing, auth, ninja, no socket), and the real
   production web server (uvicorn serving ottoweb/asgi.py) with a Celery worker beside it, as `make run`
-  starts them (a fresh connection per request, as curl does; then one reused connection, as an HTTP
-  client library does) — p50/p95/max per append and appends/s;
+  starts them (a fresh connection per request, as curl does, with the worker idle: it starts after
+  them; then one reused connection, as an HTTP client library does, while the worker embeds the turns
+  before) — p50/p95/max per append and appends/s;
 - (the in-process sections' sessions are deleted before the worker starts: it starts with no backlog)
 - `worker embedding`: how long after the last HTTP append the worker had written a vector for every
   turn of the web server's session; `worker embedding sessions` the same per extra session;
