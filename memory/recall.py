@@ -245,8 +245,8 @@ def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
 
 def _expansion_terms(sc: _Scope, query: str, named: set[str]) -> str:
     """The session's words near the question's words (engine/expansion.py), as a query; "" for
-    `context` items, or when the session's keyword index is not in memory (its vocabulary is what is searched) or the word
-    vectors cannot be had (an extra ranking: recall goes on without it)."""
+    `context` items, when the session's keyword index is not in memory (its vocabulary is what is
+    searched), or when the word vectors cannot be had (an extra ranking: recall goes on without it)."""
     if sc.kind != "history":
         # Measured on conversations only; tool output's vocabulary is identifiers, not words.
         return ""

@@ -18,7 +18,7 @@ import re
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -36,8 +36,8 @@ PER_TERM = 8
 # Words in more than this share of the session's items say nothing (BM25 would weigh them ≈ 0).
 MAX_DF = 0.05
 # At most this many words of a postings part get a vector (≈ 20 MB), its commonest: a
-# conversation of 5,000 turns uses ≈ 4,000, but tool output can hold any number of identifiers,
-# and the vectors are not counted in the keyword cache's budget.
+# conversation of 5,000 turns uses ≈ 4,000, but tool output can hold any number of identifiers
+# (all parts' vectors together stay within VOCABULARY_BYTES).
 MAX_WORDS = 20_000
 # Session words worth a vector: three letters or more, not a stop word (numbers, ids and
 # fragments would only add noise and memory: a vector is 1 KB).
@@ -106,7 +106,7 @@ _vocabularies = _Vocabularies(VOCABULARY_BYTES)
 
 
 def vocabulary(
-    part: bm25.Postings, embed: Embed, *, skip: frozenset[str] = frozenset(), limit: int = MAX_WORDS
+    part: bm25.Postings, embed: Embed, *, skip: Container[str] = frozenset(), limit: int = MAX_WORDS
 ) -> Vocabulary:
     """The part's candidate words (minus `skip`; the `limit` commonest) with their vectors,
     computed on first use."""
@@ -141,7 +141,7 @@ def expand(
     main = vocabulary(index.main, embed)
     # The tail (items added since the main part was built) is small; its words already in the
     # main part are not embedded twice.
-    tail = vocabulary(index.tail, embed, skip=frozenset(index.main.vocab))
+    tail = vocabulary(index.tail, embed, skip=index.main.vocab)
     words = main.words + tail.words
     if not words:
         return []

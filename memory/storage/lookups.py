@@ -19,6 +19,7 @@ from django.db.models import Model
 
 from ..models import ApiToken, Session, TierState
 from ..models import Item as ItemRow
+from .sql import marks
 
 M = TypeVar("M", bound=Model)
 
@@ -82,7 +83,7 @@ def chunk_ids(session_id: int, hashes: Sequence[str]) -> dict[str, int]:
         for start in range(0, len(hashes), 500):
             part = hashes[start : start + 500]
             cursor.execute(
-                f"SELECT hash, id FROM memory_chunk WHERE session_id = %s AND hash IN ({', '.join(['%s'] * len(part))})",
+                f"SELECT hash, id FROM memory_chunk WHERE session_id = %s AND hash IN ({marks(part)})",
                 [session_id, *part],
             )
             found.update(cursor.fetchall())
