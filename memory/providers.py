@@ -75,6 +75,9 @@ class GeminiBackend:
     def embed_query(self, text: str) -> Vectors:
         return self._embed([text], "RETRIEVAL_QUERY")[0]
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, "RETRIEVAL_QUERY")
+
 
 def _gemini_embeddings(spec: str) -> Embedder:
     model = spec[len("gemini:") :]

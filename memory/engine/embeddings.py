@@ -62,6 +62,10 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> Vectors: ...
 
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Several questions at once, one row each (one model call: a recall's two questions)."""
+        ...
+
 
 def normalise(vectors: npt.ArrayLike) -> Vectors:
     array = np.asarray(vectors, dtype=np.float32)
@@ -172,8 +176,11 @@ class FastEmbedBackend:
         return normalise(np.array(list(engine.embed(list(texts), batch_size=self.batch_size))))
 
     def embed_query(self, text: str) -> Vectors:
+        return _first(self.embed_queries([text]))
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
         engine = self._load()
-        return _first(normalise(np.array(list(engine.embed([self.query_prefix + text])))))
+        return normalise(np.array(list(engine.embed([self.query_prefix + t for t in texts]))))
 
 
 @dataclass
@@ -204,6 +211,9 @@ class WordLlamaBackend:
 
     def embed_query(self, text: str) -> Vectors:
         return _first(self.embed_documents([text]))
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self.embed_documents(texts)
 
 
 # Hosted backends are network clients and live outside the engine (memory/providers.py); each

@@ -100,6 +100,40 @@ def in_named_time(when: datetime | None, times: Sequence[tuple[int | None, int |
     return any((y is None or when.year == y) and (m is None or when.month == m) for y, m in times)
 
 
+_FIRST_PERSON_VERB = {"does": "do", "has": "have", "is": "am", "was": "was"}
+_FIRST_PERSON_WORDS = (
+    (re.compile(r"\b(?:her|his)\b", re.IGNORECASE), "my"),
+    (re.compile(r"\b(?:she|he)\b", re.IGNORECASE), "I"),
+    (re.compile(r"\b(?:herself|himself)\b", re.IGNORECASE), "myself"),
+)
+
+
+def first_person(query: str, speaker: str) -> str | None:
+    """The question as the speaker it names would put it to themselves: "What does Melanie do to
+    destress with her kids?" → "What do I do to destress with my kids?". None when the question
+    does not name `speaker` as a word.
+
+    People speak of themselves in the first person ("I'm off to go swimming"), so a question that
+    names them in the third person finds, by meaning, the turns that talk *to* or *about* them
+    ("Melanie, that's great!") before their own. Every third-person pronoun is read as the speaker's:
+    the question names one speaker, so "her" is most often theirs.
+    """
+    name = re.escape(speaker)
+    rewritten = re.sub(rf"\b{name}['’]s\b", "my", query, flags=re.IGNORECASE)
+    rewritten = re.sub(rf"\b{name}\b", "I", rewritten, flags=re.IGNORECASE)
+    if rewritten == query:
+        return None
+    rewritten = re.sub(
+        r"\b(does|has|is|was) I\b",
+        lambda m: f"{_FIRST_PERSON_VERB[m.group(1).lower()]} I",
+        rewritten,
+        flags=re.IGNORECASE,
+    )
+    for pattern, word in _FIRST_PERSON_WORDS:
+        rewritten = pattern.sub(word, rewritten)
+    return rewritten
+
+
 def index_context(turn: Said, previous: Said | None) -> str:
     """Words that help find an item without being part of it: speaker, date, and the turn before.
 

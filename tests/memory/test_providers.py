@@ -21,6 +21,7 @@ def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
         )
         documents = backend.embed_documents(["alpha", "beta"])
         query = backend.embed_query("alpha")
+        queries = backend.embed_queries(["alpha", "beta"])
 
     paths = [p for p, _, _ in stub.requests]
     bodies = [b for _, b, _ in stub.requests]
@@ -30,6 +31,9 @@ def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
     assert all("gemini-embedding-001" in p for p in paths)
     assert [r.get("taskType") for r in bodies[0]["requests"]] == ["RETRIEVAL_DOCUMENT"] * 2
     assert bodies[1]["requests"][0]["taskType"] == "RETRIEVAL_QUERY"
+    # Several questions: one request, each a query.
+    assert queries.shape == (2, 8) and len(stub.requests) == 3
+    assert [r.get("taskType") for r in bodies[2]["requests"]] == ["RETRIEVAL_QUERY"] * 2
 
 
 def test_gemini_network_failure_is_embedding_unavailable():

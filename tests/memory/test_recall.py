@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -334,3 +336,62 @@ def test_a_turn_of_the_month_the_question_names_ranks_higher(alice, monkeypatch)
     monkeypatch.setattr(recall_module, "TIME_BOOST", 0.0)
     # Without the boost the March turn wins: the date among the indexed words is not enough.
     assert first_hit().startswith("I baked a chocolate cake")
+
+
+LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10_dev.json"
+
+
+def _first_sittings_of_conv_26(alice, sittings):
+    """Real LoCoMo turns (conv-26, its first sittings), each with its speaker and time."""
+    from memory.evaluation import locomo
+
+    conv = locomo.load(json.loads(LOCOMO_DEV.read_text()))[0]
+    session = services.create_session(user=alice, sid="conv-26", x_budget=100_000, y_budget=100_000)
+    position_of = {}
+    for turn in conv.turns:
+        if int(turn.dia_id[1:].split(":")[0]) > sittings:
+            break
+        item = NewItem(role="user", text=turn.text, name=turn.speaker, occurred_at=turn.occurred_at)
+        position_of[turn.dia_id] = services.append_items(session=session, items=[item])[0].position
+    services.embed_items(session=session, kind="history")
+    return session, position_of
+
+
+def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, monkeypatch):
+    """Melanie speaks of herself as "I"; "What does Melanie do…" finds, by meaning, the turns said
+    to her first. Asked also as "What do I do…", her own answers come back."""
+    from memory import recall as recall_module
+
+    session, position_of = _first_sittings_of_conv_26(alice, 8)
+    asked = {
+        # Question → its evidence (LoCoMo's), said by the speaker the question names.
+        "What does Melanie do to destress?": ["D7:22", "D5:4"],
+        "Where has Melanie camped?": ["D6:16", "D4:6", "D8:32"],
+        "What is Caroline's relationship status?": ["D3:13", "D2:14"],
+    }
+
+    def passage_ranks():
+        """Each evidence turn's passage rank (0 best), in question order; None when not returned."""
+        ranks = []
+        for question, evidence in asked.items():
+            answer = recall_module.recall(session, query=question, kind="history", max_tokens=3000)
+            rank_of = {
+                t["position"]: i
+                for i, p in enumerate(answer["results"]["history"])
+                for t in p["turns"]
+                if t["hit"]
+            }
+            ranks.extend(rank_of.get(position_of[e]) for e in evidence)
+        return ranks
+
+    with_own_words = passage_ranks()
+    monkeypatch.setattr(recall_module, "FIRST_PERSON_WEIGHT", 0.0)
+    without = passage_ranks()
+    # "I've been running farther to de-stress" is found either way; "I just signed up for a pottery
+    # class… It's like therapy for me" only in her own words.
+    assert with_own_words[1] is not None and without[1] is None, (with_own_words, without)
+    # And no evidence turn found without it is lost with it.
+    assert all(a is not None for a, b in zip(with_own_words, without, strict=True) if b is not None), (
+        with_own_words,
+        without,
+    )

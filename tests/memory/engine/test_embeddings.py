@@ -123,3 +123,34 @@ def test_a_long_previous_turn_cannot_push_the_turn_out_of_its_vector():
     text = dense_text(Said("The deploy finished.", "assistant"), Said(tool_output, "tool"))
     assert text.endswith("assistant: The deploy finished.")
     assert len(text) < PREVIOUS_CHARS + 100
+
+
+@pytest.mark.parametrize(
+    "spec", [f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{SHARED_MINILM}", "wordllama"]
+)
+def test_several_questions_embed_in_one_call_as_each_would_alone(spec, no_network):
+    backend = build(spec)
+    questions = ["What does Melanie do to destress?", "What do I do to destress?"]
+
+    together = backend.embed_queries(questions)
+
+    assert together.shape == (2, backend.dim)
+    for row, question in zip(together, questions, strict=True):
+        assert np.allclose(row, backend.embed_query(question), atol=1e-4)
+    assert not np.allclose(together[0], together[1], atol=1e-2)
+
+
+def test_every_question_of_a_batch_gets_the_models_query_prefix(no_network):
+    prefix = build("fastembed:BAAI/bge-small-en-v1.5").query_prefix
+    # BGE's files are not on this machine: MiniLM's folder under BGE's rules shows the prefix.
+    backend = FastEmbedBackend(
+        name="bge-rules",
+        model="sentence-transformers/all-MiniLM-L6-v2",
+        folder=SHARED_MINILM,
+        query_prefix=prefix,
+    )
+    questions = ["where did the cat sit?", "what fell?"]
+
+    assert np.allclose(
+        backend.embed_queries(questions), backend.embed_documents([prefix + q for q in questions]), atol=1e-4
+    )

@@ -183,3 +183,27 @@ def test_named_times_reads_months_and_years_and_not_the_verb_may():
     assert not in_named_time(late, [(2022, 12)])
     assert in_named_time(late, [(None, 11)]) and in_named_time(late, [(2022, None)])
     assert not in_named_time(None, [(2022, 11)])
+
+
+def test_a_question_naming_a_speaker_is_put_in_their_own_first_person():
+    from memory.engine.retrieval import first_person
+
+    assert first_person("What does Melanie do to destress?", "Melanie") == "What do I do to destress?"
+    assert (
+        first_person("What is Caroline's relationship status?", "Caroline")
+        == "What is my relationship status?"
+    )
+    assert first_person("What do Melanie’s kids like?", "Melanie") == "What do my kids like?"
+    assert (
+        first_person("Where has melanie camped with her family?", "Melanie")
+        == "Where have I camped with my family?"
+    )
+    assert (
+        first_person("Would Caroline pursue it if she moved?", "Caroline") == "Would I pursue it if I moved?"
+    )
+    assert first_person("What did Nate give himself?", "Nate") == "What did I give myself?"
+    # Only the name as a whole word; a name with regex characters is read literally.
+    assert first_person("What does Melanies do?", "Melanie") is None
+    assert first_person("Where does Caroline live?", "Melanie") is None
+    assert first_person("What did bot.v2 answer?", "bot.v2") == "What did I answer?"
+    assert first_person("What did botxv2 answer?", "bot.v2") is None
