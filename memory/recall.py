@@ -317,22 +317,19 @@ def _lexical(sc: _Scope, query: str, limit: int) -> list[tuple[int, float]]:
     )
 
 
-def _first_person(sc: _Scope, query: str) -> str | None:
-    """The question as the one speaker it names would ask it (retrieval.first_person); None when it
-    names no speaker or several ("I" would then stand for whom?), and for `context` items, whose
-    names are tools' (measured on conversations only, like query expansion)."""
-    if sc.kind != "history":
-        return None
-    named = _speakers_named(sc, query)
-    return retrieval.first_person(query, next(iter(named))) if len(named) == 1 else None
-
-
 def _semantic(
-    sc: _Scope, query: str, limit: int, query_vectors: Callable[[], Vectors], *, first_person: bool
+    sc: _Scope,
+    query: str,
+    limit: int,
+    query_vectors: Callable[[], Vectors],
+    *,
+    named: set[str],
+    first_person: bool,
 ) -> tuple[list[tuple[str, int, float]], str | None]:
     """Fuse the dense ranking with BM25 rankings (as asked, widened by feedback terms, and of the
-    session's words near the question's), and with the dense ranking of the question in the first
-    person when it names one speaker."""
+    session's words near the question's), and, when `first_person`, with the dense ranking of the
+    question as the one speaker it names would ask it (the second of `query_vectors`' rows).
+    `named`: the speakers the question names (_speakers_named)."""
     session, kind = sc.session, sc.kind
     lexical = _lexical(sc, query, limit)
     why = None
@@ -360,7 +357,6 @@ def _semantic(
         return sc.ranked(lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
     rankings.insert(0, [pk for pk, _ in dense])
     weights.insert(0, DENSE_WEIGHT)
-    named = _speakers_named(sc, query)
     # The expansion words alone, not with the question: with it, the question's own words
     # dominate again (measured: 87.2 % against 88.0 % leave-two-out).
     near = _expansion_terms(sc, query, named)
@@ -487,10 +483,15 @@ def recall(
 
     bounds = Bounds(since=since, until=until)
     scopes = {k: _Scope(session, k, bounds) for k in ("history", "context")}
-    own = _first_person(scopes["history"], query) if match == "semantic" and "history" in kinds else None
+    named = {k: _speakers_named(scopes[k], query) for k in kinds} if match == "semantic" else {}
+    # A question naming one speaker is also asked as they would ask it; "I" would stand for whom,
+    # were several named? History only: measured on conversations, and context's names are tools'.
+    own = None
+    if len(named.get("history", ())) == 1:
+        own = retrieval.first_person(query, next(iter(named["history"])))
     # Both questions in one model call (a batch of two costs ≈ 1.4 of one; two calls side by
     # side on two cores, ≈ 2).
-    asked = [query, own] if own else [query]
+    asked = [query] if own is None else [query, own]
     query_vectors = _embed_queries_meanwhile(session, asked) if match == "semantic" else _no_vector
     for k in kinds:
         if match == "keyword":
@@ -500,7 +501,12 @@ def recall(
                 reasons.append(stopped)
             continue
         ranked, why = _semantic(
-            scopes[k], query, RANK_DEPTH, query_vectors, first_person=k == "history" and own is not None
+            scopes[k],
+            query,
+            RANK_DEPTH,
+            query_vectors,
+            named=named[k],
+            first_person=k == "history" and own is not None,
         )
         if why is not None:
             reasons.append(why)

@@ -180,6 +180,8 @@ class FastEmbedBackend:
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         engine = self._load()
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         return normalise(np.array(list(engine.embed([self.query_prefix + t for t in texts]))))
 
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from . import tokens as tok
@@ -101,37 +102,58 @@ def in_named_time(when: datetime | None, times: Sequence[tuple[int | None, int |
 
 
 _FIRST_PERSON_VERB = {"does": "do", "has": "have", "is": "am", "was": "was"}
+# ASCII: under IGNORECASE alone, "ſ" (long s) matches "s", and "waſ" is no key of the table above.
 _FIRST_PERSON_WORDS = (
-    (re.compile(r"\b(?:her|his)\b", re.IGNORECASE), "my"),
-    (re.compile(r"\b(?:she|he)\b", re.IGNORECASE), "I"),
-    (re.compile(r"\b(?:herself|himself)\b", re.IGNORECASE), "myself"),
+    (re.compile(r"\b(?:she|he)\b(?!['’])", re.IGNORECASE | re.ASCII), "I"),
+    (re.compile(r"\b(?:her|his)\b", re.IGNORECASE | re.ASCII), "my"),
+    (re.compile(r"\b(?:herself|himself)\b", re.IGNORECASE | re.ASCII), "myself"),
 )
+# "does I" (a question) and "I does" (a clause) agree with "I".
+_THIRD_PERSON_VERB = re.compile(
+    r"\b(?:(does|has|is|was)(\s+I)\b|(I\s+)(does|has|is|was)\b)", re.IGNORECASE | re.ASCII
+)
+# "the user", "a will": the name used as a word, not as the speaker's name.
+_DETERMINED = re.compile(r"\b(?:the|a|an|this|that|my|your|our|their)\s+$", re.IGNORECASE)
 
 
 def first_person(query: str, speaker: str) -> str | None:
     """The question as the speaker it names would put it to themselves: "What does Melanie do to
     destress with her kids?" → "What do I do to destress with my kids?". None when the question
-    does not name `speaker` as a word.
+    does not name `speaker`: as a word written as the name is ("will" is not the speaker Will),
+    not after a determiner ("the user").
 
     People speak of themselves in the first person ("I'm off to go swimming"), so a question that
     names them in the third person finds, by meaning, the turns that talk *to* or *about* them
-    ("Melanie, that's great!") before their own. Every third-person pronoun is read as the speaker's:
-    the question names one speaker, so "her" is most often theirs.
+    ("Melanie, that's great!") before their own. She, he, her, his, herself and himself are read as
+    the speaker's: the question names one speaker, so "her" is most often theirs.
     """
-    name = re.escape(speaker)
-    rewritten = re.sub(rf"\b{name}['’]s\b", "my", query, flags=re.IGNORECASE)
-    rewritten = re.sub(rf"\b{name}\b", "I", rewritten, flags=re.IGNORECASE)
-    if rewritten == query:
+    name = re.compile(rf"(?<![\w'’]){re.escape(speaker)}(?:['’]s?)?(?![\w'’])")
+    found = [m for m in name.finditer(query) if not _DETERMINED.search(query[: m.start()])]
+    if not found:
         return None
-    rewritten = re.sub(
-        r"\b(does|has|is|was) I\b",
-        lambda m: f"{_FIRST_PERSON_VERB[m.group(1).lower()]} I",
-        rewritten,
-        flags=re.IGNORECASE,
-    )
+    parts, at = [], 0
+    for m in found:
+        parts += [query[at : m.start()], "my" if m.group().endswith(("'s", "’s", "'", "’")) else "I"]
+        at = m.end()
+    rewritten = "".join([*parts, query[at:]])
     for pattern, word in _FIRST_PERSON_WORDS:
-        rewritten = pattern.sub(word, rewritten)
-    return rewritten
+        rewritten = pattern.sub(partial(_cased_as, word), rewritten)
+
+    def agree(m: re.Match[str]) -> str:
+        if m.group(1):
+            return _cased(_FIRST_PERSON_VERB[m.group(1).lower()], m.group(1)) + m.group(2)
+        return m.group(3) + _FIRST_PERSON_VERB[m.group(4).lower()]
+
+    return _THIRD_PERSON_VERB.sub(agree, rewritten)
+
+
+def _cased_as(word: str, m: re.Match[str]) -> str:
+    return _cased(word, m.group())
+
+
+def _cased(word: str, like: str) -> str:
+    """`word` capitalised as `like` is ("Does" → "Do"); "I" stays "I"."""
+    return word[0].upper() + word[1:] if like[:1].isupper() else word
 
 
 def index_context(turn: Said, previous: Said | None) -> str:

@@ -193,6 +193,9 @@ class VectorCache(SessionCache[list[_Matrix], int]):
         parts = self.get(session_pk, kind, int(query.shape[-1]))
         if parts is None:
             return None
+        parts = [p for p in parts if len(p.item_ids)]  # a session with no vectors of this kind yet
+        if not parts:
+            return []
         item_ids = np.concatenate([p.item_ids for p in parts])
         scores = np.concatenate([p.vectors @ query for p in parts])
         if among is not None:
@@ -219,6 +222,9 @@ class VectorCache(SessionCache[list[_Matrix], int]):
 
     @staticmethod
     def _matrix(rows: list[Any]) -> _Matrix:
+        if not rows:
+            # No vector, so no width to shape by: search skips it, the first rows replace it.
+            return _Matrix(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32))
         item_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
         blob = b"".join(bytes(r[1]) for r in rows)
         return _Matrix(item_ids, np.frombuffer(blob, dtype=np.float32).reshape(len(rows), -1))
@@ -229,6 +235,8 @@ class VectorCache(SessionCache[list[_Matrix], int]):
     def _extend(self, value: list[_Matrix], rows: list[Any]) -> list[_Matrix]:
         if not rows:
             return value
+        if not any(len(p.item_ids) for p in value):
+            return self._build(rows)
         main, tail = value[0], value[1:]
         tail_rows = sum(len(p.item_ids) for p in tail) + len(rows)
         parts = [main, *tail, self._matrix(rows)]

@@ -357,6 +357,7 @@ def _first_sittings_of_conv_26(alice, sittings):
     return session, position_of
 
 
+@pytest.mark.slow
 def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, monkeypatch):
     """Melanie speaks of herself as "I"; "What does Melanie do…" finds, by meaning, the turns said
     to her first. Asked also as "What do I do…", her own answers come back."""
@@ -395,3 +396,44 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, m
         with_own_words,
         without,
     )
+
+
+def test_only_a_question_naming_one_speaker_of_the_history_is_asked_twice(alice, alice_api, monkeypatch):
+    from memory.engine import embeddings
+
+    session = services.create_session(user=alice, sid="asked", x_budget=100_000, y_budget=100_000)
+    for name, text in [("Melanie", "I went swimming."), ("Caroline", "I painted a lake."), ("Nate", "ok")]:
+        services.append_items(session=session, items=[NewItem(role="user", text=text, name=name)])
+    context = NewItem(role="tool", text="pytest: 3 passed", name="Melanie", kind="context")
+    services.append_items(session=session, items=[context])
+    asked = []
+    real = embeddings.FastEmbedBackend.embed_queries
+
+    def spy(self, texts):
+        asked.append(list(texts))
+        return real(self, texts)
+
+    monkeypatch.setattr(embeddings.FastEmbedBackend, "embed_queries", spy)
+
+    def ask(query, **body):
+        asked.clear()
+        recall(alice_api, "asked", query=query, **body)
+        return asked
+
+    assert ask("What does Melanie do?") == [["What does Melanie do?", "What do I do?"]]
+    assert ask("What does Melanie do?", kind="history") == [["What does Melanie do?", "What do I do?"]]
+    # Context items' names are tools': no rewrite for them.
+    assert ask("What does Melanie do?", kind="context") == [["What does Melanie do?"]]
+    # Two speakers named, none, or a keyword search: one question, or none embedded.
+    assert ask("What do Melanie and Caroline both do?") == [["What do Melanie and Caroline both do?"]]
+    assert ask("What was painted?") == [["What was painted?"]]
+    assert ask("What does Melanie do?", match="keyword") == []
+
+
+def test_recall_of_a_kind_the_session_holds_nothing_of_is_empty_not_an_error(alice, alice_api):
+    session = services.create_session(user=alice, sid="only-history")
+    services.append_items(session=session, items=[NewItem(role="user", text="I went swimming.")])
+
+    answer = recall(alice_api, "only-history", query="swimming", kind="context")
+
+    assert answer["results"] == {"history": [], "context": []}

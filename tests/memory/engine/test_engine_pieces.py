@@ -194,16 +194,30 @@ def test_a_question_naming_a_speaker_is_put_in_their_own_first_person():
         == "What is my relationship status?"
     )
     assert first_person("What do Melanie’s kids like?", "Melanie") == "What do my kids like?"
+    assert first_person("What did James' dog eat?", "James") == "What did my dog eat?"
     assert (
-        first_person("Where has melanie camped with her family?", "Melanie")
+        first_person("Where has Melanie camped with her family?", "Melanie")
         == "Where have I camped with my family?"
     )
     assert (
-        first_person("Would Caroline pursue it if she moved?", "Caroline") == "Would I pursue it if I moved?"
+        first_person("Would Caroline pursue it if she is moved?", "Caroline")
+        == "Would I pursue it if I am moved?"
     )
     assert first_person("What did Nate give himself?", "Nate") == "What did I give myself?"
-    # Only the name as a whole word; a name with regex characters is read literally.
+    # The verb keeps its capital.
+    assert first_person("Does Melanie like hiking? Has she?", "Melanie") == "Do I like hiking? Have I?"
+
+
+def test_only_the_speakers_name_as_written_is_rewritten():
+    from memory.engine.retrieval import first_person
+
     assert first_person("What does Melanies do?", "Melanie") is None
     assert first_person("Where does Caroline live?", "Melanie") is None
+    # A name is a name as the speaker writes it, and not after a determiner.
+    assert first_person("Where will the party be?", "Will") is None
+    assert first_person("What did the user say about her deadline?", "user") is None
+    # A name with regex characters is read literally.
     assert first_person("What did bot.v2 answer?", "bot.v2") == "What did I answer?"
     assert first_person("What did botxv2 answer?", "bot.v2") is None
+    # "ſ" matches "s" case-insensitively in Unicode; the verbs are matched in ASCII only.
+    assert first_person("Where waſ Melanie?", "Melanie") == "Where waſ I?"
