@@ -73,7 +73,7 @@ class GeminiBackend:
         return self._embed(texts, "RETRIEVAL_DOCUMENT")
 
     def embed_query(self, text: str) -> Vectors:
-        return self._embed([text], "RETRIEVAL_QUERY")[0]
+        return self.embed_queries([text])[0]
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, "RETRIEVAL_QUERY")

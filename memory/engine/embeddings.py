@@ -212,7 +212,7 @@ class WordLlamaBackend:
         return normalise(self._load().embed(list(texts)))
 
     def embed_query(self, text: str) -> Vectors:
-        return _first(self.embed_documents([text]))
+        return _first(self.embed_queries([text]))
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         return self.embed_documents(texts)
