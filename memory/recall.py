@@ -42,7 +42,7 @@ from .storage import (
     recall_version,
     substring_search,
     turn_rows,
-    vec_search,
+    vec_search_each,
 )
 
 log = logging.getLogger(__name__)
@@ -352,7 +352,16 @@ def _semantic(
         # One row per question asked (recall()): the question, then as its speaker would ask it.
         vectors = query_vectors()
         # Every vector of the session is from its model (checked above): no need to filter on it.
-        dense = vec_search(session.pk, kind, None, vectors[0], limit=limit, bounds=sc.bounds, among=sc.among)
+        # Both questions in one search: the session's vectors are looked up once.
+        dense, *own = vec_search_each(
+            session.pk,
+            kind,
+            None,
+            vectors[: 2 if first_person else 1],
+            limit=limit,
+            bounds=sc.bounds,
+            among=sc.among,
+        )
     except EmbeddingUnavailable as exc:
         return sc.ranked(lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
     rankings.insert(0, [pk for pk, _ in dense])
@@ -363,9 +372,8 @@ def _semantic(
     if near:
         rankings.append([pk for pk, _ in _lexical(sc, near, limit)])
         weights.append(EXPANSION_WEIGHT)
-    if first_person:
-        own = vec_search(session.pk, kind, None, vectors[1], limit=limit, bounds=sc.bounds, among=sc.among)
-        rankings.append([pk for pk, _ in own])
+    if own:
+        rankings.append([pk for pk, _ in own[0]])
         weights.append(FIRST_PERSON_WEIGHT)
     fused = retrieval.rrf(rankings, weights=weights)
     return _boost_named(sc, named, query, sc.ranked(fused[:limit])), None

@@ -38,6 +38,7 @@ from .vectors import (
     unembedded_items,
     vec_delete,
     vec_search,
+    vec_search_each,
     vec_tables,
     vec_write,
 )
@@ -78,6 +79,7 @@ __all__ = [
     "unembedded_items",
     "vec_delete",
     "vec_search",
+    "vec_search_each",
     "vec_tables",
     "vec_write",
     "vector_cache",

@@ -168,6 +168,16 @@ def release_memory() -> None:
 _libc: Any = None
 
 
+def best_of(item_ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
+    """The `limit` best (item id, score), best first; ties to the earlier row, every run."""
+    top = min(limit, len(scores))
+    if top <= 0:
+        return []
+    best = np.argpartition(-scores, top - 1)[:top]
+    best = best[np.lexsort((best, -scores[best]))]
+    return [(int(item_ids[i]), float(scores[i])) for i in best]
+
+
 @dataclass(frozen=True)
 class _Matrix:
     item_ids: np.ndarray
@@ -190,23 +200,26 @@ class VectorCache(SessionCache[list[_Matrix], int]):
     ) -> list[tuple[int, float]] | None:
         """Item ids nearest to `query`, best first (only ids in `among`, when given); None when
         the session does not fit."""
-        parts = self.get(session_pk, kind, int(query.shape[-1]))
+        found = self.search_each(session_pk, kind, query[np.newaxis, :], limit, among)
+        return None if found is None else found[0]
+
+    def search_each(
+        self, session_pk: int, kind: str, queries: np.ndarray, limit: int, among: np.ndarray | None = None
+    ) -> list[list[tuple[int, float]]] | None:
+        """`search` for each row of `queries`, with one freshness check and one matrix product
+        (a recall asks the question and its first-person form); None when the session does not fit."""
+        parts = self.get(session_pk, kind, int(queries.shape[-1]))
         if parts is None:
             return None
         parts = [p for p in parts if len(p.item_ids)]  # a session with no vectors of this kind yet
         if not parts:
-            return []
+            return [[] for _ in queries]
         item_ids = np.concatenate([p.item_ids for p in parts])
-        scores = np.concatenate([p.vectors @ query for p in parts])
+        scores = np.concatenate([p.vectors @ queries.T for p in parts])  # one column per query
         if among is not None:
             keep = np.isin(item_ids, among)
             item_ids, scores = item_ids[keep], scores[keep]
-        if not len(item_ids):
-            return []
-        top = min(limit, len(scores))
-        best = np.argpartition(-scores, top - 1)[:top]
-        best = best[np.lexsort((best, -scores[best]))]
-        return [(int(item_ids[i]), float(scores[i])) for i in best]
+        return [best_of(item_ids, column, limit) for column in scores.T]
 
     def _row_bytes(self, dim: int) -> int:
         return dim * 4

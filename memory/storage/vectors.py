@@ -11,7 +11,7 @@ import numpy as np
 from django.db import connection
 
 from ..engine.embeddings import Vectors, from_blob
-from .caches import vector_cache
+from .caches import best_of, vector_cache
 from .sql import NO_BOUNDS, Bounds, is_sqlite
 
 
@@ -86,25 +86,47 @@ def vec_search(
     come from one model (vec0 filtering on the model's name cost a third of the search); only
     such searches use the in-process `vector_cache`.
     """
+    query = np.asarray(query, dtype=np.float32)
+    return vec_search_each(
+        session_pk, kind, model, query[np.newaxis, :], limit=limit, bounds=bounds, among=among
+    )[0]
+
+
+def vec_search_each(
+    session_pk: int,
+    kind: str,
+    model: str | None,
+    queries: Vectors,
+    *,
+    limit: int,
+    bounds: Bounds = NO_BOUNDS,
+    among: np.ndarray | None = None,
+) -> list[list[tuple[int, float]]]:
+    """`vec_search` for each row of `queries`, one ranking per row: the session's vectors are
+    looked up once — one freshness check of the cache, or, for a session over the cache's budget
+    on PostgreSQL or in a time window, one read of its vectors instead of one per question."""
     from ..models import ItemVector
 
-    dim = int(query.shape[-1])
-    query = np.asarray(query, dtype=np.float32)
+    queries = np.asarray(queries, dtype=np.float32)
+    dim = int(queries.shape[-1])
     if model is None:
-        found = vector_cache.search(session_pk, kind, query, limit, among if bounds else None)
+        found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None)
         if found is not None:
             return found
     if is_sqlite() and not bounds:
         model_filter, params = ("", []) if model is None else (" AND model = %s", [model])
         with connection.cursor() as cursor:
             if not _has_vec_table(cursor, dim):
-                return []
-            cursor.execute(
-                f"SELECT item_id, distance FROM {_vec_table(dim)} WHERE embedding MATCH %s AND k = %s "
-                f"AND session_id = %s AND kind = %s{model_filter}",
-                [query.tobytes(), limit, session_pk, kind, *params],
-            )
-            return [(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()]
+                return [[] for _ in queries]
+            rankings = []
+            for query in queries:  # vec0 takes one vector a search
+                cursor.execute(
+                    f"SELECT item_id, distance FROM {_vec_table(dim)} WHERE embedding MATCH %s AND k = %s "
+                    f"AND session_id = %s AND kind = %s{model_filter}",
+                    [query.tobytes(), limit, session_pk, kind, *params],
+                )
+                rankings.append([(int(row[0]), 1.0 - float(row[1])) for row in cursor.fetchall()])
+            return rankings
     # No vector index here, or a time window (vec0 cannot filter on it): exact search over the
     # session's own vectors (inside the window), which is one session's worth.
     vectors = ItemVector.objects.filter(session_id=session_pk, kind=kind)
@@ -116,11 +138,10 @@ def vec_search(
         vectors = vectors.filter(model=model)
     rows = list(vectors.values_list("item_id", "vector"))
     if not rows:
-        return []
+        return [[] for _ in queries]
+    item_ids = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
     matrix = np.vstack([from_blob(bytes(v)) for _, v in rows])
-    scores = matrix @ query
-    order = np.argsort(-scores)[:limit]
-    return [(int(rows[i][0]), float(scores[i])) for i in order]
+    return [best_of(item_ids, column, limit) for column in (matrix @ queries.T).T]
 
 
 def other_model_vectors(session_pk: int, kind: str, model: str) -> bool:

@@ -3,14 +3,28 @@ would, and are never stale."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from memory import services
 from memory.engine.embeddings import WordLlamaBackend
 from memory.models import Item, ItemVector
 from memory.recall import recall
 from memory.services import NewItem
-from memory.storage import VectorCache, bm25_search, fts_search, keyword_cache, vec_search, vector_cache
+from memory.storage import (
+    Bounds,
+    VectorCache,
+    bm25_search,
+    fts_search,
+    keyword_cache,
+    vec_search,
+    vec_search_each,
+    vector_cache,
+)
 from tests.memory.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
@@ -82,6 +96,50 @@ def test_a_session_too_big_for_the_budget_is_searched_in_sqlite_vec(embedded, mo
     assert [pk for pk, _ in vec_search(embedded.pk, "history", None, q, limit=5)] == [
         pk for pk, _ in vec_search(embedded.pk, "history", model, q, limit=5)
     ]
+
+
+SINCE_EVER = Bounds(since=datetime(2000, 1, 1, tzinfo=UTC))
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["cache", "vector index (a model filter)", "time window, in the cache", "time window, over the budget"],
+)
+def test_several_questions_are_each_ranked_as_if_asked_alone(embedded, monkeypatch, path):
+    questions = ["what did we decide about the pottery class?", "where do I keep the shed key?"]
+    rows = services.session_embedder(embedded).embed_queries(questions)
+    model = None if path.startswith(("cache", "time")) else services.session_embedder(embedded).name
+    bounds = SINCE_EVER if path.startswith("time") else Bounds()
+    if path.endswith("over the budget"):
+        monkeypatch.setattr(vector_cache, "budget", 10 * 384 * 4)  # room for ten vectors of sixty
+    among = np.array(list(Item.objects.filter(session=embedded).values_list("pk", flat=True)))
+
+    together = vec_search_each(
+        embedded.pk, "history", model, rows, limit=15, bounds=bounds, among=among if bounds else None
+    )
+    alone = [
+        vec_search(
+            embedded.pk, "history", model, row, limit=15, bounds=bounds, among=among if bounds else None
+        )
+        for row in rows
+    ]
+
+    assert [[pk for pk, _ in r] for r in together] == [[pk for pk, _ in r] for r in alone]
+    assert len(together[0]) == 15 and together[0] != together[1]
+
+
+def test_a_session_over_the_budget_is_read_once_for_both_questions(embedded, monkeypatch):
+    # On PostgreSQL (and in a time window on SQLite) a session too big for the cache is ranked by
+    # an exact pass over its vectors: the second question must not read them all again.
+    monkeypatch.setattr(vector_cache, "budget", 10 * 384 * 4)
+    rows = services.session_embedder(embedded).embed_queries(["pottery", "the shed key"])
+
+    with CaptureQueriesContext(connection) as reads:
+        found = vec_search_each(embedded.pk, "history", None, rows, limit=5, bounds=SINCE_EVER)
+
+    vector_reads = [q["sql"] for q in reads.captured_queries if '"memory_itemvector"."vector"' in q["sql"]]
+    assert len(found) == 2 and all(len(r) == 5 for r in found)
+    assert len(vector_reads) == 1
 
 
 def keyword_hits(session, text, limit=10):
