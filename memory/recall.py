@@ -353,18 +353,18 @@ def _semantic(
         vectors = query_vectors()
         # Every vector of the session is from its model (checked above): no need to filter on it.
         # Both questions in one search: the session's vectors are looked up once.
-        dense, *own = vec_search_each(
+        searched = vec_search_each(
             session.pk,
             kind,
             None,
-            vectors[: 2 if first_person else 1],
+            vectors[:2] if first_person else vectors[:1],
             limit=limit,
             bounds=sc.bounds,
             among=sc.among,
         )
     except EmbeddingUnavailable as exc:
         return sc.ranked(lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
-    rankings.insert(0, [pk for pk, _ in dense])
+    rankings.insert(0, [pk for pk, _ in searched[0]])
     weights.insert(0, DENSE_WEIGHT)
     # The expansion words alone, not with the question: with it, the question's own words
     # dominate again (measured: 87.2 % against 88.0 % leave-two-out).
@@ -372,8 +372,8 @@ def _semantic(
     if near:
         rankings.append([pk for pk, _ in _lexical(sc, near, limit)])
         weights.append(EXPANSION_WEIGHT)
-    if own:
-        rankings.append([pk for pk, _ in own[0]])
+    if first_person:
+        rankings.append([pk for pk, _ in searched[1]])
         weights.append(FIRST_PERSON_WEIGHT)
     fused = retrieval.rrf(rankings, weights=weights)
     return _boost_named(sc, named, query, sc.ranked(fused[:limit])), None

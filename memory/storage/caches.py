@@ -207,7 +207,8 @@ class VectorCache(SessionCache[list[_Matrix], int]):
         self, session_pk: int, kind: str, queries: np.ndarray, limit: int, among: np.ndarray | None = None
     ) -> list[list[tuple[int, float]]] | None:
         """`search` for each row of `queries`, with one freshness check and one matrix product
-        (a recall asks the question and its first-person form); None when the session does not fit."""
+        (a recall asks the question and its first-person form); None when the session does not fit.
+        Scores may differ from a lone search's in the last bit (another summation order)."""
         parts = self.get(session_pk, kind, int(queries.shape[-1]))
         if parts is None:
             return None

@@ -102,12 +102,17 @@ def vec_search_each(
     bounds: Bounds = NO_BOUNDS,
     among: np.ndarray | None = None,
 ) -> list[list[tuple[int, float]]]:
-    """`vec_search` for each row of `queries`, one ranking per row: the session's vectors are
-    looked up once — one freshness check of the cache, or, for a session over the cache's budget
-    on PostgreSQL or in a time window, one read of its vectors instead of one per question."""
+    """`vec_search` for each row of `queries` (one question a row), one ranking per row: the
+    session's vectors are looked up once — one freshness check of the cache, or one read of its
+    vectors where there is no vector index to ask (PostgreSQL, a time window) instead of one per
+    question. Scores may differ from a lone search's in the last bit (numpy sums a matrix product
+    in another order than a matrix-vector one)."""
     from ..models import ItemVector
 
     queries = np.asarray(queries, dtype=np.float32)
+    if queries.ndim != 2:
+        # A 1-D vector sliced as rows would be `dim` questions of one number each, found nowhere.
+        raise ValueError(f"queries: one row per question, got an array of shape {queries.shape}")
     dim = int(queries.shape[-1])
     if model is None:
         found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None)
@@ -136,7 +141,8 @@ def vec_search_each(
         vectors = vectors.filter(item__occurred_at__lt=bounds.until)
     if model is not None:
         vectors = vectors.filter(model=model)
-    rows = list(vectors.values_list("item_id", "vector"))
+    # In id order, as the cache reads them: ties go the same way on every path and every run.
+    rows = list(vectors.order_by("id").values_list("item_id", "vector"))
     if not rows:
         return [[] for _ in queries]
     item_ids = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))

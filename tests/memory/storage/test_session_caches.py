@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory import services
-from memory.engine.embeddings import WordLlamaBackend
+from memory.engine.embeddings import WordLlamaBackend, from_blob
 from memory.models import Item, ItemVector
 from memory.recall import recall
 from memory.services import NewItem
@@ -20,6 +20,7 @@ from memory.storage import (
     VectorCache,
     bm25_search,
     fts_search,
+    items_within,
     keyword_cache,
     vec_search,
     vec_search_each,
@@ -101,31 +102,58 @@ def test_a_session_too_big_for_the_budget_is_searched_in_sqlite_vec(embedded, mo
 SINCE_EVER = Bounds(since=datetime(2000, 1, 1, tzinfo=UTC))
 
 
+def by_numpy(session, rows, limit, among=None):
+    """The reference ranking: every vector of the session against each question, in plain numpy."""
+    stored = [
+        (pk, from_blob(bytes(v)))
+        for pk, v in ItemVector.objects.filter(session=session).values_list("item_id", "vector")
+        if among is None or pk in among
+    ]
+    matrix = np.vstack([v for _, v in stored])
+    rankings = []
+    for row in rows:
+        scores = matrix @ row
+        rankings.append([(stored[i][0], float(scores[i])) for i in np.argsort(-scores)[:limit]])
+    return rankings
+
+
 @pytest.mark.parametrize(
     "path",
     ["cache", "vector index (a model filter)", "time window, in the cache", "time window, over the budget"],
 )
-def test_several_questions_are_each_ranked_as_if_asked_alone(embedded, monkeypatch, path):
+def test_several_questions_are_each_ranked_as_plain_numpy_ranks_them(embedded, monkeypatch, path):
     questions = ["what did we decide about the pottery class?", "where do I keep the shed key?"]
     rows = services.session_embedder(embedded).embed_queries(questions)
     model = None if path.startswith(("cache", "time")) else services.session_embedder(embedded).name
-    bounds = SINCE_EVER if path.startswith("time") else Bounds()
+    windowed = path.startswith("time")
     if path.endswith("over the budget"):
         monkeypatch.setattr(vector_cache, "budget", 10 * 384 * 4)  # room for ten vectors of sixty
-    among = np.array(list(Item.objects.filter(session=embedded).values_list("pk", flat=True)))
+    # A window holding the last 20 of the 60 turns, and what recall passes with it: their ids.
+    turns = Item.objects.filter(session=embedded).order_by("position")
+    bounds = Bounds(since=turns[40].occurred_at) if windowed else Bounds()
+    among = items_within(embedded.pk, "history", bounds) if windowed else None
 
-    together = vec_search_each(
-        embedded.pk, "history", model, rows, limit=15, bounds=bounds, among=among if bounds else None
-    )
-    alone = [
-        vec_search(
-            embedded.pk, "history", model, row, limit=15, bounds=bounds, among=among if bounds else None
-        )
-        for row in rows
-    ]
+    found = vec_search_each(embedded.pk, "history", model, rows, limit=15, bounds=bounds, among=among)
+    expected = by_numpy(embedded, rows, 15, None if among is None else set(among.tolist()))
 
-    assert [[pk for pk, _ in r] for r in together] == [[pk for pk, _ in r] for r in alone]
-    assert len(together[0]) == 15 and together[0] != together[1]
+    assert [[pk for pk, _ in r] for r in found] == [[pk for pk, _ in r] for r in expected]
+    for got, want in zip(found, expected, strict=True):
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-5)
+    assert [pk for pk, _ in found[0]] != [pk for pk, _ in found[1]]
+    assert len(found[0]) == 15 and (among is None or len(among) == 20)
+
+
+def test_a_session_with_no_vectors_gives_an_empty_ranking_per_question(alice):
+    session = services.create_session(user=alice, sid="empty-vectors")
+    rows = np.ones((2, 384), dtype=np.float32) / np.sqrt(384)
+
+    assert vec_search_each(session.pk, "history", None, rows, limit=5) == [[], []]
+    assert vec_search_each(session.pk, "history", None, rows, limit=5, bounds=SINCE_EVER) == [[], []]
+
+
+def test_one_question_must_come_as_a_row(embedded):
+    with pytest.raises(ValueError, match="one row per question"):
+        vec_search_each(embedded.pk, "history", None, np.ones(384, dtype=np.float32), limit=5)
 
 
 def test_a_session_over_the_budget_is_read_once_for_both_questions(embedded, monkeypatch):
