@@ -230,15 +230,17 @@ def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> 
 
 
 def _speakers_named(sc: _Scope, query: str) -> set[str]:
-    """Speakers (item names) the query names, e.g. "What did Melanie paint?" names Melanie."""
+    """Speakers (item names) the query asks about, e.g. "What did Melanie paint?" names Melanie (as
+    `retrieval.names_speaker` reads a name: "Where will Ana go?" does not name a speaker Will); of
+    two, the subject unless they are joined ("What did Joanna plan to do with the recipe Nate
+    promised?" is about Joanna; `retrieval.speakers_asked_about`)."""
     session, kind = sc.session, sc.kind
-    words = set(retrieval.query_terms(query, drop_stopwords=False))
     version: tuple[int, ...] = sc.version
     if kind != "history":
         # Context is archived as it arrives, with no compaction to move the version on.
         version = (*version, Item.objects.of_kind(session, kind).count())
     names = _archived_speakers(session.pk, kind, version) | pending_speakers(session.pk, kind)
-    return {n for n in names if n.lower() in words}
+    return retrieval.speakers_asked_about(query, {n for n in names if retrieval.names_speaker(query, n)})
 
 
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:

@@ -112,23 +112,65 @@ _FIRST_PERSON_WORDS = (
 _THIRD_PERSON_VERB = re.compile(
     r"\b(?:(does|has|is|was)(\s+I)\b|(I\s+)(does|has|is|was)\b)", re.IGNORECASE | re.ASCII
 )
-# "the user", "a will": the name used as a word, not as the speaker's name.
-_DETERMINED = re.compile(r"\b(?:the|a|an|this|that|my|your|our|their)\s+$", re.IGNORECASE)
+# "the user", "a will": the name used as a word, not as the speaker's name. Not "that" or "this":
+# more often a conjunction or pronoun before a name ("Is it likely that Nate has…") than a determiner.
+_DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their)\s+$", re.IGNORECASE)
+
+
+def names_speaker(query: str, speaker: str) -> bool:
+    """Whether `query` names the speaker `speaker`: the name as it is written ("will" is not the
+    speaker Will, in "Where will Ana go?"), not after a determiner ("the user"). A question with no
+    capital letter at all says nothing by its case, so there the name is matched in any case,
+    unless it is also a common word ("will", "so")."""
+    return bool(_naming(query, speaker))
+
+
+def _naming(query: str, speaker: str) -> list[re.Match[str]]:
+    if not speaker or speaker.lower() not in query.lower():  # the common case, without a pattern
+        return []
+    flags = 0
+    if not any(c.isupper() for c in query):
+        if speaker.lower() in STOPWORDS:
+            return []
+        flags = re.IGNORECASE
+    name = re.compile(rf"(?<![\w'’]){re.escape(speaker)}(?:['’]s?)?(?![\w'’])", flags)
+    return [m for m in name.finditer(query) if not _DETERMINED.search(query[: m.start()])]
+
+
+# Two names joined ("Jon and Gina", "Jon or Gina", "Jon, Gina", "Jon & Gina"), or a question
+# about both ("Did Jon and Gina both…"): the question is about each of them.
+_JOINED = re.compile(r"\b(?:and|or)\b|[,&]", re.IGNORECASE)
+_BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
+
+
+def speakers_asked_about(query: str, named: set[str]) -> set[str]:
+    """Of the speakers a question names, those it asks about: of two not joined by "and", "or"
+    or a comma, the one named first — the subject ("What did Joanna plan to do with the recipe
+    Nate promised to share?" asks about Joanna; Nate is what she was told about). Otherwise all
+    of them. The subject's turns then rank higher, and the question is also asked in their words
+    (first_person)."""
+    if len(named) != 2:
+        return named
+    where = {n: _naming(query, n)[0] for n in named if _naming(query, n)}
+    if len(where) != 2:
+        return named
+    first, second = sorted(where.values(), key=lambda m: m.start())
+    if _JOINED.search(query[first.end() : second.start()]) or _BOTH.search(query):
+        return named
+    return {n for n, m in where.items() if m is first}
 
 
 def first_person(query: str, speaker: str) -> str | None:
     """The question as the speaker it names would put it to themselves: "What does Melanie do to
     destress with her kids?" → "What do I do to destress with my kids?". None when the question
-    does not name `speaker`: as a word written as the name is ("will" is not the speaker Will),
-    not after a determiner ("the user").
+    does not name `speaker` (`names_speaker`).
 
     People speak of themselves in the first person ("I'm off to go swimming"), so a question that
     names them in the third person finds, by meaning, the turns that talk *to* or *about* them
     ("Melanie, that's great!") before their own. She, he, her, his, herself and himself are read as
     the speaker's: the question names one speaker, so "her" is most often theirs.
     """
-    name = re.compile(rf"(?<![\w'’]){re.escape(speaker)}(?:['’]s?)?(?![\w'’])")
-    found = [m for m in name.finditer(query) if not _DETERMINED.search(query[: m.start()])]
+    found = _naming(query, speaker)
     if not found:
         return None
     parts, at = [], 0

@@ -402,7 +402,13 @@ def test_only_a_question_naming_one_speaker_of_the_history_is_asked_twice(alice,
     from memory.engine import embeddings
 
     session = services.create_session(user=alice, sid="asked", x_budget=100_000, y_budget=100_000)
-    for name, text in [("Melanie", "I went swimming."), ("Caroline", "I painted a lake."), ("Nate", "ok")]:
+    spoken = [
+        ("Melanie", "I went swimming."),
+        ("Caroline", "I painted a lake."),
+        ("Nate", "ok"),
+        ("Will", "hi"),
+    ]
+    for name, text in spoken:
         services.append_items(session=session, items=[NewItem(role="user", text=text, name=name)])
     context = NewItem(role="tool", text="pytest: 3 passed", name="Melanie", kind="context")
     services.append_items(session=session, items=[context])
@@ -427,6 +433,11 @@ def test_only_a_question_naming_one_speaker_of_the_history_is_asked_twice(alice,
     # Two speakers named, none, or a keyword search: one question, or none embedded.
     assert ask("What do Melanie and Caroline both do?") == [["What do Melanie and Caroline both do?"]]
     assert ask("What was painted?") == [["What was painted?"]]
+    # Of two speakers not joined, the question is about its subject; "will" is not the speaker Will.
+    assert ask("What did Caroline paint for Melanie?") == [
+        ["What did Caroline paint for Melanie?", "What did I paint for Melanie?"]
+    ]
+    assert ask("Where will Melanie swim?") == [["Where will Melanie swim?", "Where will I swim?"]]
     assert ask("What does Melanie do?", match="keyword") == []
 
 

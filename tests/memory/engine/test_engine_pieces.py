@@ -221,3 +221,36 @@ def test_only_the_speakers_name_as_written_is_rewritten():
     assert first_person("What did botxv2 answer?", "bot.v2") is None
     # "ſ" matches "s" case-insensitively in Unicode; the verbs are matched in ASCII only.
     assert first_person("Where waſ Melanie?", "Melanie") == "Where waſ I?"
+
+
+def test_a_name_is_read_as_written_unless_the_question_has_no_capitals():
+    from memory.engine.retrieval import names_speaker
+
+    assert names_speaker("What did Will say?", "Will")
+    assert not names_speaker("Where will Ana go?", "Will")
+    # All lower case says nothing by its case: the name counts in any case, unless it is a common word.
+    assert names_speaker("what did melanie paint?", "Melanie")
+    assert not names_speaker("where will we meet?", "Will")
+    assert not names_speaker("What did melanie paint?", "Melanie")
+    # "that" before a name is most often a conjunction; "the" is a determiner.
+    assert names_speaker("Is it likely that Nate has friends?", "Nate")
+    assert not names_speaker("What did the user say?", "user")
+    assert names_speaker("What did Dr Lee prescribe?", "Dr Lee")
+
+
+def test_of_two_speakers_named_the_question_is_about_its_subject_unless_they_are_joined():
+    from memory.engine.retrieval import speakers_asked_about
+
+    two = {"Joanna", "Nate"}
+    assert speakers_asked_about("What did Joanna plan to do with the recipe Nate promised?", two) == {
+        "Joanna"
+    }
+    assert speakers_asked_about("What nickname does Nate use for Joanna?", two) == {"Nate"}
+    assert speakers_asked_about("What do Joanna and Nate like?", two) == two
+    assert speakers_asked_about("Would Joanna or Nate win?", two) == two
+    assert speakers_asked_about("Joanna, Nate: who cooks?", two) == two
+    assert speakers_asked_about("What do Joanna & Nate share?", two) == two
+    assert speakers_asked_about("Did Joanna go hiking with Nate both times?", two) == two
+    assert speakers_asked_about("What did Joanna say?", {"Joanna"}) == {"Joanna"}
+    three = {"Joanna", "Nate", "Tim"}
+    assert speakers_asked_about("What did Joanna tell Nate about Tim?", three) == three

@@ -90,7 +90,7 @@ def test_eval_memory_over_the_api_scores_what_the_services_path_scores(small_con
             "--y-budget",
             "400",
             "--max-tokens",
-            "300",
+            "200",
             "--json",
             str(out),
             *extra,
