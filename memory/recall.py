@@ -230,17 +230,22 @@ def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> 
 
 
 def _speakers_named(sc: _Scope, query: str) -> set[str]:
-    """Speakers (item names) the query asks about, e.g. "What did Melanie paint?" names Melanie (as
-    `retrieval.names_speaker` reads a name: "Where will Ana go?" does not name a speaker Will); of
-    two, the subject unless they are joined ("What did Joanna plan to do with the recipe Nate
-    promised?" is about Joanna; `retrieval.speakers_asked_about`)."""
+    """Speakers (item names) the query names, e.g. "What did Melanie paint?" names Melanie."""
     session, kind = sc.session, sc.kind
     version: tuple[int, ...] = sc.version
     if kind != "history":
         # Context is archived as it arrives, with no compaction to move the version on.
         version = (*version, Item.objects.of_kind(session, kind).count())
     names = _archived_speakers(session.pk, kind, version) | pending_speakers(session.pk, kind)
-    return retrieval.speakers_asked_about(query, {n for n in names if retrieval.names_speaker(query, n)})
+    words = set(retrieval.query_terms(query, drop_stopwords=False))
+    # A name all of whose words the question holds, in any case: the cheap test, for every name.
+    candidates = {n for n in names if all(w in words for w in retrieval.query_terms(n, drop_stopwords=False))}
+    if kind != "history":
+        # Tools' and agents' names ("pytest", "bash"): any word of the question that is one.
+        return candidates
+    # People's names as `retrieval.names_speaker` reads them: "Where will Ana go?" does not name
+    # a speaker Will, nor "What did the user say?" a speaker "user".
+    return {n for n in candidates if retrieval.names_speaker(query, n)}
 
 
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
@@ -326,12 +331,14 @@ def _semantic(
     query_vectors: Callable[[], Vectors],
     *,
     named: set[str],
+    about: set[str],
     first_person: bool,
 ) -> tuple[list[tuple[str, int, float]], str | None]:
     """Fuse the dense ranking with BM25 rankings (as asked, widened by feedback terms, and of the
     session's words near the question's), and, when `first_person`, with the dense ranking of the
-    question as the one speaker it names would ask it (the second of `query_vectors`' rows).
-    `named`: the speakers the question names (_speakers_named)."""
+    question as the speaker it is about would ask it (the second of `query_vectors`' rows).
+    `named`: the speakers the question names (_speakers_named), whose names are no words to
+    expand; `about`: those of them it asks about, whose turns rank higher."""
     session, kind = sc.session, sc.kind
     lexical = _lexical(sc, query, limit)
     why = None
@@ -378,7 +385,7 @@ def _semantic(
         rankings.append([pk for pk, _ in searched[1]])
         weights.append(FIRST_PERSON_WEIGHT)
     fused = retrieval.rrf(rankings, weights=weights)
-    return _boost_named(sc, named, query, sc.ranked(fused[:limit])), None
+    return _boost_named(sc, about, query, sc.ranked(fused[:limit])), None
 
 
 def _recent(sc: _Scope, limit: int) -> list[tuple[str, int, float]]:
@@ -494,11 +501,19 @@ def recall(
     bounds = Bounds(since=since, until=until)
     scopes = {k: _Scope(session, k, bounds) for k in ("history", "context")}
     named = {k: _speakers_named(scopes[k], query) for k in kinds} if match == "semantic" else {}
-    # A question naming one speaker is also asked as they would ask it; "I" would stand for whom,
-    # were several named? History only: measured on conversations, and context's names are tools'.
+    # Of two people named, the question is about its subject (retrieval.speakers_asked_about):
+    # measured on conversations; context's names are tools', each named one as much as another.
+    about = {
+        k: retrieval.speakers_asked_about(query, names) if k == "history" else names
+        for k, names in named.items()
+    }
+    # A question about one speaker is also asked as they would ask it; "I" would stand for whom,
+    # were it about several? History only, for the same reason. Where another speaker is named
+    # too, "her" may be theirs: the pronouns are left as they are.
     own = None
-    if len(named.get("history", ())) == 1:
-        own = retrieval.first_person(query, next(iter(named["history"])))
+    if len(about.get("history", ())) == 1:
+        speaker = next(iter(about["history"]))
+        own = retrieval.first_person(query, speaker, pronouns=len(named["history"]) == 1)
     # Both questions in one model call (a batch of two costs ≈ 1.4 of one; two calls side by
     # side on two cores, ≈ 2).
     asked = [query] if own is None else [query, own]
@@ -516,6 +531,7 @@ def recall(
             RANK_DEPTH,
             query_vectors,
             named=named[k],
+            about=about[k],
             first_person=k == "history" and own is not None,
         )
         if why is not None:

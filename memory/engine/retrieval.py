@@ -118,23 +118,39 @@ _DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their)\s+$", re.IGNORECASE)
 
 
 def names_speaker(query: str, speaker: str) -> bool:
-    """Whether `query` names the speaker `speaker`: the name as it is written ("will" is not the
-    speaker Will, in "Where will Ana go?"), not after a determiner ("the user"). A question with no
-    capital letter at all says nothing by its case, so there the name is matched in any case,
-    unless it is also a common word ("will", "so")."""
+    """Whether `query` names the speaker `speaker`, not after a determiner ("the user").
+
+    Where case can tell — a name written with a capital, in a question that mixes cases — the
+    name must be written as it is ("will" is not the speaker Will, in "Where will Ana go?");
+    elsewhere (a speaker "alice", a question all in lower or upper case) it is matched in any
+    case, unless it is also a common word ("will", "so")."""
     return bool(_naming(query, speaker))
 
 
+# How far before a name a determiner is looked for: "their" and a few spaces. Bounded, so that a
+# long question naming someone many times costs one short scan per mention.
+_DETERMINER_REACH = 16
+
+
 def _naming(query: str, speaker: str) -> list[re.Match[str]]:
-    if not speaker or speaker.lower() not in query.lower():  # the common case, without a pattern
+    """Where `query` names `speaker` (names_speaker's rules), first mention first."""
+    if not speaker:
         return []
-    flags = 0
-    if not any(c.isupper() for c in query):
-        if speaker.lower() in STOPWORDS:
+    cased = speaker != speaker.lower() and query != query.lower() and query != query.upper()
+    if cased:
+        if speaker not in query:  # the common case, without a pattern
+            return []
+        flags = 0
+    else:
+        if speaker.casefold() in STOPWORDS or speaker.casefold() not in query.casefold():
             return []
         flags = re.IGNORECASE
-    name = re.compile(rf"(?<![\w'’]){re.escape(speaker)}(?:['’]s?)?(?![\w'’])", flags)
-    return [m for m in name.finditer(query) if not _DETERMINED.search(query[: m.start()])]
+    name = re.compile(rf"(?<![\w'’]){re.escape(speaker)}(?:['’][sS]?)?(?![\w'’])", flags)
+    return [
+        m
+        for m in name.finditer(query)
+        if not _DETERMINED.search(query[max(0, m.start() - _DETERMINER_REACH) : m.start()])
+    ]
 
 
 # Two names joined ("Jon and Gina", "Jon or Gina", "Jon, Gina", "Jon & Gina"), or a question
@@ -144,23 +160,31 @@ _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 
 
 def speakers_asked_about(query: str, named: set[str]) -> set[str]:
-    """Of the speakers a question names, those it asks about: of two not joined by "and", "or"
-    or a comma, the one named first — the subject ("What did Joanna plan to do with the recipe
-    Nate promised to share?" asks about Joanna; Nate is what she was told about). Otherwise all
-    of them. The subject's turns then rank higher, and the question is also asked in their words
-    (first_person)."""
+    """Of the speakers a question names (names_speaker), those it asks about: of two that are not
+    joined by "and", "or", "&" or a comma, in a question without "both", the one named first —
+    the subject ("What did Joanna plan to do with the recipe Nate promised to share?" asks about
+    Joanna; Nate is what she was told about). Otherwise all of them.
+
+    Where one name is part of the other's mention ("Ann" in "Ann Lee"), the longer is the one meant.
+    """
     if len(named) != 2:
         return named
-    where = {n: _naming(query, n)[0] for n in named if _naming(query, n)}
+    where = {}
+    for speaker in named:
+        found = _naming(query, speaker)
+        if found:
+            where[speaker] = found[0]
     if len(where) != 2:
         return named
-    first, second = sorted(where.values(), key=lambda m: m.start())
-    if _JOINED.search(query[first.end() : second.start()]) or _BOTH.search(query):
+    (first, at), (_, then) = sorted(where.items(), key=lambda kv: (kv[1].start(), -kv[1].end(), kv[0]))
+    if then.start() < at.end():
+        return {first}
+    if _JOINED.search(query[at.end() : then.start()]) or _BOTH.search(query):
         return named
-    return {n for n, m in where.items() if m is first}
+    return {first}
 
 
-def first_person(query: str, speaker: str) -> str | None:
+def first_person(query: str, speaker: str, *, pronouns: bool = True) -> str | None:
     """The question as the speaker it names would put it to themselves: "What does Melanie do to
     destress with her kids?" → "What do I do to destress with my kids?". None when the question
     does not name `speaker` (`names_speaker`).
@@ -168,7 +192,9 @@ def first_person(query: str, speaker: str) -> str | None:
     People speak of themselves in the first person ("I'm off to go swimming"), so a question that
     names them in the third person finds, by meaning, the turns that talk *to* or *about* them
     ("Melanie, that's great!") before their own. She, he, her, his, herself and himself are read as
-    the speaker's: the question names one speaker, so "her" is most often theirs.
+    the speaker's when `pronouns`: in a question naming one speaker "her" is most often theirs; in
+    one that names another too ("What did Caroline give Melanie for her birthday?") it may be the
+    other's, and is left as it is.
     """
     found = _naming(query, speaker)
     if not found:
@@ -178,7 +204,7 @@ def first_person(query: str, speaker: str) -> str | None:
         parts += [query[at : m.start()], "my" if m.group().endswith(("'s", "’s", "'", "’")) else "I"]
         at = m.end()
     rewritten = "".join([*parts, query[at:]])
-    for pattern, word in _FIRST_PERSON_WORDS:
+    for pattern, word in _FIRST_PERSON_WORDS if pronouns else ():
         rewritten = pattern.sub(partial(_cased_as, word), rewritten)
 
     def agree(m: re.Match[str]) -> str:

@@ -438,7 +438,47 @@ def test_only_a_question_naming_one_speaker_of_the_history_is_asked_twice(alice,
         ["What did Caroline paint for Melanie?", "What did I paint for Melanie?"]
     ]
     assert ask("Where will Melanie swim?") == [["Where will Melanie swim?", "Where will I swim?"]]
+    # The other speaker named, "her" may be hers: left as it is.
+    assert ask("What did Caroline give Melanie for her birthday?") == [
+        [
+            "What did Caroline give Melanie for her birthday?",
+            "What did I give Melanie for her birthday?",
+        ]
+    ]
     assert ask("What does Melanie do?", match="keyword") == []
+
+
+def test_only_the_subjects_turns_are_boosted_and_no_name_is_expanded(alice, alice_api, monkeypatch):
+    import memory.recall as recall_module
+
+    session = services.create_session(user=alice, sid="subject", x_budget=100_000, y_budget=100_000)
+    for name, text in [("Joanna", "I will bake the pie."), ("Nate", "Here is my recipe."), ("Will", "hi")]:
+        services.append_items(session=session, items=[NewItem(role="user", text=text, name=name)])
+    services.append_items(
+        session=session, items=[NewItem(role="tool", text="3 passed", name="pytest", kind="context")]
+    )
+    seen = {}
+    real_boost, real_expand = recall_module._boost_named, recall_module._expansion_terms
+
+    def boost(sc, about, query, ranked):
+        seen[("boost", sc.kind)] = about
+        return real_boost(sc, about, query, ranked)
+
+    def expand(sc, query, named):
+        seen[("expand", sc.kind)] = named
+        return real_expand(sc, query, named)
+
+    monkeypatch.setattr(recall_module, "_boost_named", boost)
+    monkeypatch.setattr(recall_module, "_expansion_terms", expand)
+
+    recall(alice_api, "subject", query="What did Joanna plan to do with the recipe Nate promised?")
+    assert seen[("boost", "history")] == {"Joanna"}
+    assert seen[("expand", "history")] == {"Joanna", "Nate"}  # neither name is a word to expand
+    recall(alice_api, "subject", query="Did Joanna and Nate both bake?")
+    assert seen[("boost", "history")] == {"Joanna", "Nate"}
+    # A tool's name is a word of the question in any case, even after "the".
+    recall(alice_api, "subject", query="What did the Pytest run print?")
+    assert seen[("boost", "context")] == {"pytest"}
 
 
 def test_recall_of_a_kind_the_session_holds_nothing_of_is_empty_not_an_error(alice, alice_api):

@@ -221,6 +221,11 @@ def test_only_the_speakers_name_as_written_is_rewritten():
     assert first_person("What did botxv2 answer?", "bot.v2") is None
     # "ſ" matches "s" case-insensitively in Unicode; the verbs are matched in ASCII only.
     assert first_person("Where waſ Melanie?", "Melanie") == "Where waſ I?"
+    # With another speaker named, "her" may be theirs: pronouns=False leaves them.
+    assert (
+        first_person("What did Caroline give Melanie for her birthday?", "Caroline", pronouns=False)
+        == "What did I give Melanie for her birthday?"
+    )
 
 
 def test_a_name_is_read_as_written_unless_the_question_has_no_capitals():
@@ -236,6 +241,11 @@ def test_a_name_is_read_as_written_unless_the_question_has_no_capitals():
     assert names_speaker("Is it likely that Nate has friends?", "Nate")
     assert not names_speaker("What did the user say?", "user")
     assert names_speaker("What did Dr Lee prescribe?", "Dr Lee")
+    # Case tells nothing about a name stored without capitals, nor in a question all in capitals.
+    assert names_speaker("What did Alice say?", "alice")
+    assert names_speaker("WHAT DID MELANIE SAY ABOUT ANN'S DOG?", "Melanie")
+    assert names_speaker("WHAT DID MELANIE SAY ABOUT ANN'S DOG?", "Ann")
+    assert not names_speaker("", "Ann") and not names_speaker("Ann?", "")
 
 
 def test_of_two_speakers_named_the_question_is_about_its_subject_unless_they_are_joined():
@@ -252,5 +262,7 @@ def test_of_two_speakers_named_the_question_is_about_its_subject_unless_they_are
     assert speakers_asked_about("What do Joanna & Nate share?", two) == two
     assert speakers_asked_about("Did Joanna go hiking with Nate both times?", two) == two
     assert speakers_asked_about("What did Joanna say?", {"Joanna"}) == {"Joanna"}
+    # One name inside the other's mention: the longer is meant, on every run.
+    assert speakers_asked_about("What did Ann Lee tell Bob?", {"Ann", "Ann Lee"}) == {"Ann Lee"}
     three = {"Joanna", "Nate", "Tim"}
     assert speakers_asked_about("What did Joanna tell Nate about Tim?", three) == three
