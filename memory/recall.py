@@ -229,6 +229,12 @@ def _archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> 
     return frozenset(names)
 
 
+@lru_cache(maxsize=4096)
+def _name_words(name: str) -> tuple[str, ...]:
+    # A session's names are the same few from one recall to the next: cut into words once.
+    return tuple(retrieval.query_terms(name, drop_stopwords=False))
+
+
 def _speakers_named(sc: _Scope, query: str) -> set[str]:
     """Speakers (item names) the query names, e.g. "What did Melanie paint?" names Melanie."""
     session, kind = sc.session, sc.kind
@@ -239,7 +245,7 @@ def _speakers_named(sc: _Scope, query: str) -> set[str]:
     names = _archived_speakers(session.pk, kind, version) | pending_speakers(session.pk, kind)
     words = set(retrieval.query_terms(query, drop_stopwords=False))
     # A name all of whose words the question holds, in any case: the cheap test, for every name.
-    candidates = {n for n in names if all(w in words for w in retrieval.query_terms(n, drop_stopwords=False))}
+    candidates = {n for n in names if _name_words(n) and words.issuperset(_name_words(n))}
     if kind != "history":
         # Tools' and agents' names ("pytest", "bash"): any word of the question that is one.
         return candidates

@@ -86,10 +86,8 @@ def vec_search(
     come from one model (vec0 filtering on the model's name cost a third of the search); only
     such searches use the in-process `vector_cache`.
     """
-    query = np.asarray(query, dtype=np.float32)
-    return vec_search_each(
-        session_pk, kind, model, query[np.newaxis, :], limit=limit, bounds=bounds, among=among
-    )[0]
+    rows = np.reshape(query, (1, -1))  # vec_search_each makes them float32
+    return vec_search_each(session_pk, kind, model, rows, limit=limit, bounds=bounds, among=among)[0]
 
 
 def vec_search_each(
