@@ -1,7 +1,8 @@
 """Read-side queries: what the API, the MCP tools and the dashboard show. Nothing here writes.
 
 - a session's summary and its live context: the documents the REST API and the MCP tools return;
-- what only the dashboard shows: tier fills, the generation timeline, the turns a bullet cites.
+- what only the dashboard shows: tier fills, the generation timeline, the turns a bullet cites
+  and who said them when.
 
 Every write goes through `memory/services/`.
 """
@@ -18,7 +19,7 @@ from django.db.models.functions import Coalesce
 
 from .engine.queue import render_view
 from .engine.types import View
-from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, Session
+from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, Session, local_time
 from .storage import bullet_from_row, item_from_row
 
 # --- a session's summary and live context (REST API, MCP) ---------------------------------------
@@ -33,6 +34,7 @@ def turn_dict(row: Item) -> dict[str, Any]:
         "meta": row.meta,
         "text": row.chunk.text,
         "position": row.position,
+        "pinned": row.pinned,
     }
 
 
@@ -43,6 +45,7 @@ def bullet_dict(row: Bullet) -> dict[str, Any]:
         "hash_refs": list(row.hash_refs),
         "generation": row.generation,
         "protected": row.protected,
+        "pinned": row.pinned,
         "quote": not row.protected and row.role == "user",
     }
 
@@ -298,6 +301,51 @@ def cited_turns(session: Session, bullet: Bullet) -> list[Cited]:
     for row in rows:
         by_hash.setdefault(row.chunk.hash, []).append(row)
     return [Cited(h, by_hash.get(h, [])) for h in refs]
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Who said the turns a bullet cites, and when: the speakers' names in the order they first
+    speak, and the earliest and latest turn's time, each in the offset it was sent with (None when
+    none of the cited turns is stored any more)."""
+
+    names: tuple[str, ...] = ()
+    first: datetime | None = None
+    last: datetime | None = None
+
+    @property
+    def spans_days(self) -> bool:
+        return self.first is not None and self.last is not None and self.first.date() != self.last.date()
+
+
+def summary_bullets(session: Session, kind: str = "history") -> list[tuple[Bullet, Sources]]:
+    """The live bullets in summary order, each with the speakers and times of the turns it cites.
+
+    Two queries whatever the number of bullets: the bullets, then the name and time of every turn
+    any of them cites.
+    """
+    bullets = list(Bullet.objects.of_kind(session, kind).live().order_by("first_position", "id"))
+    refs = {h for b in bullets for h in b.hash_refs}
+    said: dict[str, list[tuple[int, str, datetime]]] = {}
+    if refs:
+        rows = Item.objects.filter(session=session, kind=kind, chunk__hash__in=refs).values_list(
+            "chunk__hash", "position", "name", "occurred_at", "utc_offset"
+        )
+        for h, position, name, occurred_at, offset in rows:
+            said.setdefault(h, []).append((position, name, local_time(occurred_at, offset)))
+    return [
+        (b, _sources([turn for h in dict.fromkeys(b.hash_refs) for turn in said.get(h, ())])) for b in bullets
+    ]
+
+
+def _sources(turns: list[tuple[int, str, datetime]]) -> Sources:
+    if not turns:
+        return Sources()
+    turns.sort(key=lambda t: t[0])
+    names = tuple(dict.fromkeys(name for _, name, _ in turns if name))
+    times = [when for _, _, when in turns]
+    # Compared as instants (offsets may differ), shown each in its own offset.
+    return Sources(names, min(times), max(times))
 
 
 def live_turns(session: Session, tier: str, kind: str = "history") -> list[Item]:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
 pytestmark = pytest.mark.django_db
 
@@ -47,3 +48,17 @@ def test_api_docs_load_swagger_from_this_server(client):
     assert "cdn." not in html
     assert "/static/ninja/swagger-ui-bundle.js" in html
     assert client.get("/static/ninja/swagger-ui-bundle.js").status_code == 200
+
+
+def test_no_template_comment_or_tag_spans_two_lines():
+    """Django reads `{# #}`, `{% %}` and `{{ }}` on one line only: one left open prints as page text
+    (a long comment is `{% comment %}…{% endcomment %}`)."""
+    open_ended = [
+        (str(path.relative_to(settings.BASE_DIR)), n, opening)
+        for path in sorted((settings.BASE_DIR / "templates").rglob("*.html"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for opening, closing in (("{#", "#}"), ("{%", "%}"), ("{{", "}}"))
+        if line.count(opening) != line.count(closing)
+    ]
+
+    assert open_ended == []

@@ -1,10 +1,14 @@
-"""Small template filters for the dashboard: fills, day counts, short hashes."""
+"""Small template filters for the dashboard: fills, day counts, short hashes, when a turn was said.
+
+The filters on when a turn was said take its time as sent (`Item.when`, in its own offset) and
+deliberately do not ask Django to convert it to the server's time zone (no `expects_localtime`):
+Ana's 13:56 in Lisbon stays 13:56."""
 
 from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from datetime import date, datetime
 
 from django import template
 from django.utils import timezone
@@ -75,3 +79,49 @@ def ago(moment: datetime | None) -> str:
     if (timezone.now() - moment).total_seconds() < 60:
         return "just now"
     return f"{timesince(moment)} ago"
+
+
+@register.filter
+def iso(moment: datetime | None) -> str:
+    """ISO 8601 in the moment's own offset, for `<time datetime>`: 2023-05-08T13:56:00+01:00."""
+    return moment.isoformat(timespec="seconds") if moment else ""
+
+
+@register.filter
+def said_at(moment: datetime | None) -> str:
+    """A turn's time, compact, in the offset it was sent with: 8 May 2023, 13:56."""
+    return f"{moment.day} {moment:%b %Y, %H:%M}" if moment else ""
+
+
+@register.filter
+def utc_offset(moment: datetime | None) -> str:
+    """The moment's offset from UTC: UTC+01:00, UTC-04:30, UTC."""
+    if moment is None or not moment.utcoffset():
+        return "UTC"
+    return "UTC" + moment.isoformat()[-6:]
+
+
+def _day(d: date, *, month: bool = True, year: bool = True) -> str:
+    return f"{d.day}{f' {d:%b}' if month else ''}{f' {d.year}' if year else ''}"
+
+
+@register.simple_tag
+def days(first: datetime | None, last: datetime | None) -> SafeString:
+    """The day of `first`, or the days from `first` to `last` when they differ (each in its own
+    offset), as `<time>` elements: 8 May 2023, 8–12 May 2023, 30 Apr – 2 May 2023."""
+    if first is None:
+        return SafeString("")
+    a = first.date()
+    b = last.date() if last is not None else a
+    if a == b:
+        return format_html('<time datetime="{}">{}</time>', a.isoformat(), _day(a))
+    same_year = a.year == b.year
+    same_month = same_year and a.month == b.month
+    return format_html(
+        '<time datetime="{}">{}</time>{}<time datetime="{}">{}</time>',
+        a.isoformat(),
+        _day(a, month=not same_month, year=not same_year),
+        "–" if same_month else " – ",
+        b.isoformat(),
+        _day(b),
+    )

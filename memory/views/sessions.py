@@ -82,9 +82,8 @@ def _recall_context(request: HtmxRequest, session: Session) -> dict[str, Any]:
 
 def _tab_context(session: Session, tab: str, request: HtmxRequest) -> dict[str, Any]:
     if tab == "summary":
-        bullets = Bullet.objects.of_kind(session, "history").live().order_by("first_position", "id")
         return {
-            "bullets": bullets,
+            "bullets": reads.summary_bullets(session),
             "y_turns": reads.live_turns(session, TIER_Y),
             "x_turns": reads.live_turns(session, TIER_X),
         }
