@@ -65,6 +65,10 @@ def _new_job(*, session: Session, kind: str, params: dict[str, Any] | None = Non
 def enqueue_compaction(*, session: Session, everything: bool = False) -> Job:
     """A compaction job for the session (the unfinished one if there is one), sent on commit.
 
+    A running job answered here may already be past its last look at Y: as it is marked done it
+    counts Y again and queues the next job when the turns appended meanwhile overflow it
+    (`worker._finish_compaction`), so such a burst is compacted too.
+
     `everything`: the manual "compact now" — X moves into Y and Y is compacted even under budget
     (a queued job takes that on; a running one is followed by a new one).
     """

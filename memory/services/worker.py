@@ -11,16 +11,17 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from ..engine.embeddings import EmbeddingUnavailable
-from ..models import Item, ItemVector, Job, JobPayload, Session
+from ..models import TIER_Y, Item, ItemVector, Job, JobPayload, Session, TierState
 from .compaction import queue_for
 from .embedding import embed_items, reembed_session
 from .items import NewItem, bounded_batches, store_context_items
-from .jobs import JobBusy, claim_job
+from .jobs import JobBusy, claim_job, enqueue_compaction
 from .retry import with_db_retry
 
 log = logging.getLogger(__name__)
 
-# A compaction job keeps compacting while Y is still over budget, but not forever.
+# A compaction job keeps compacting while Y is still over budget, but not forever: past this many
+# rounds it hands the session to a job queued behind the others (`_finish_compaction`).
 MAX_ROUNDS = 8
 
 
@@ -93,7 +94,13 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
     commits only that snapshot, so appends that arrive meanwhile are kept, in order. Safe to run
     twice: a second run finds nothing over budget and only marks the job done. `everything` (a
     manual compact handed to the worker) first moves X into Y and compacts even under budget.
+    A job that ends with turns it never planned on taking Y over budget (a burst after its last
+    round's look, or MAX_ROUNDS run out) queues the next one as it is marked done.
     """
+
+    # The session's next position when the last round looked at Y: every turn from there on was
+    # appended after that look, and no round of this job planned on it.
+    looked: dict[str, int] = {}
 
     def compact(job: Job, session: Session) -> None:
         everything = bool(job.params.get("everything"))
@@ -102,6 +109,9 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
         def one_round() -> bool:
             # A fresh queue each try: a round that failed has rolled back, and plans again.
             queue = queue_for(session, "history")
+            # Read before the snapshot: a turn appended after this read is at this position or
+            # beyond, whether the snapshot caught it or not.
+            looked["next"] = _next_position(session)
             if everything and rounds == 0:
                 with transaction.atomic():
                     queue.store.move_x_to_y("history")
@@ -117,7 +127,57 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
             with_db_retry(f"job {job.id}: progress", lambda n=rounds: _progress(job, n, n))
         _write_vectors(job, session, "history")
 
-    _run_job(job_id, worker, compact)
+    def finish(job: Job) -> None:
+        _finish_compaction(job, unseen_from=looked.get("next", 0))
+
+    _run_job(job_id, worker, compact, finish)
+
+
+def _next_position(session: Session) -> int:
+    state = TierState.objects.filter(session=session, kind="history").values_list("next_position", flat=True)
+    return state.first() or 0
+
+
+def _finish_compaction(job: Job, *, unseen_from: int) -> None:
+    """Mark a compaction job done and, when turns from position `unseen_from` on (appended after
+    its last round looked at Y) have taken Y over budget, queue the next compaction in the same
+    transaction.
+
+    Until it is marked done the job is the session's unfinished compaction, and every overflow
+    answers its id (`enqueue_compaction`): a burst that reaches Y after the job's last look (while
+    it writes vectors, or during its last round when that is round MAX_ROUNDS) would otherwise sit
+    there, held back from `GET /context`, until some later append overflowed X.
+    """
+    with transaction.atomic():
+        # Every append holds this row lock (its session's history tier row) from its first turn to
+        # its commit, and reads the unfinished job under it. Taken first, it makes an append that
+        # was answered this job's id commit before Y is read below; one that comes after finds the
+        # job done and queues its own (or takes the one queued here). An append thus waits at most
+        # for this short transaction, never for a summariser. (Locking the job row in
+        # `enqueue_compaction` instead would order an append's locks tier row → job row → session
+        # row, against `claim_job`'s session row → job row: a deadlock on PostgreSQL.)
+        list(
+            TierState.objects.select_for_update()
+            .filter(session_id=job.session_id, kind="history")
+            .values_list("pk", flat=True)
+        )
+        _finish(job, Job.DONE)
+        session = Session.objects.filter(pk=job.session_id).first()
+        if session is None:
+            return
+        # Only turns this job never planned on call for another: Y over budget with nothing new (a
+        # person's verbatim turns alone, when `needs_compaction` is false; bullets and kept raw
+        # turns the rounds could not shrink) would meet the same rounds again, job after job.
+        # Each job queued here thus has appended turns to take, and the chain ends with the burst.
+        unseen = Item.objects.of_kind(session, "history").in_tier(TIER_Y).filter(position__gte=unseen_from)
+        if unseen.exists() and queue_for(session, "history").needs_compaction():
+            follower = enqueue_compaction(session=session)
+            log.info(
+                "session %s: Y over budget with turns job %s never saw; job %s follows",
+                session.sid,
+                job.id,
+                follower.id,
+            )
 
 
 def run_reembed_job(*, job_id: str, worker: str) -> None:
