@@ -166,6 +166,8 @@ class Item(models.Model):
     role = models.CharField(max_length=16)
     tier = models.CharField(max_length=1, choices=TIERS)
     protected = models.BooleanField(default=False)
+    # Kept verbatim in the prompt view until unpinned (a pinned bullet once compacted).
+    pinned = models.BooleanField(default=False)
     tokens = models.PositiveIntegerField()
     # The caller's own JSON object, stored and returned verbatim, never ranked.
     meta = models.JSONField(default=dict, blank=True)
@@ -215,6 +217,12 @@ class Bullet(models.Model):
     first_position = models.PositiveBigIntegerField()
     protected = models.BooleanField(default=False)
     role = models.CharField(max_length=16, blank=True, default="")
+    pinned = models.BooleanField(default=False)
+    # Who said it and when, for a bullet that is one turn (protected, pinned, a quote): the turn's
+    # own, in the offset it was sent with; for a summary line, the time of its earliest source.
+    name = models.CharField(max_length=64, blank=True, default="")
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    utc_offset = models.SmallIntegerField(default=0)
     superseded = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -222,6 +230,11 @@ class Bullet(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["session", "kind", "superseded", "first_position"])]
+
+    @property
+    def when(self) -> datetime | None:
+        """`occurred_at` in the offset it was sent with."""
+        return None if self.occurred_at is None else local_time(self.occurred_at, self.utc_offset)
 
 
 class ItemVector(models.Model):

@@ -98,7 +98,7 @@ def openai_compatible(
 ) -> Summarizer:
     """Any OpenAI-compatible chat endpoint (llama.cpp, Ollama, vLLM, OpenAI) through the openai client."""
 
-    def summarize(items: Sequence[SourceItem]) -> str:
+    def summarize(items: Sequence[SourceItem], budget: int | None = None) -> str:
         from openai import OpenAI
 
         client = OpenAI(
@@ -106,7 +106,7 @@ def openai_compatible(
         )
         answer = client.chat.completions.create(
             model=model,
-            messages=[{"role": "user", "content": build_prompt(items)}],
+            messages=[{"role": "user", "content": build_prompt(items, budget)}],
             temperature=0,
         )
         return answer.choices[0].message.content or ""
@@ -117,7 +117,7 @@ def openai_compatible(
 def gemini(model: str, *, api_key: str | None = None, base_url: str | None = None) -> Summarizer:
     """Gemini through google-genai (GEMINI_API_KEY)."""
 
-    def summarize(items: Sequence[SourceItem]) -> str:
+    def summarize(items: Sequence[SourceItem], budget: int | None = None) -> str:
         from google import genai
 
         key = api_key or os.environ.get("GEMINI_API_KEY")
@@ -127,7 +127,7 @@ def gemini(model: str, *, api_key: str | None = None, base_url: str | None = Non
         if base_url or os.environ.get("OTTO_GEMINI_BASE_URL"):
             options["base_url"] = base_url or os.environ["OTTO_GEMINI_BASE_URL"]
         client = genai.Client(api_key=key, http_options=options)
-        answer = client.models.generate_content(model=model, contents=build_prompt(items))
+        answer = client.models.generate_content(model=model, contents=build_prompt(items, budget))
         return answer.text or ""
 
     return summarize

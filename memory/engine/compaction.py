@@ -3,7 +3,8 @@
 Invariants (checked on every run, because a silent miss here is unrecoverable later):
 - every raw item's hash and every prior bullet's hash_refs are cited by some new bullet, so every
   chunk stays reachable from the live generation (docs/decisions.md: uncited items were silently unreachable);
-- protected items (a person's turns) are never shown to the summariser and come out verbatim;
+- protected items (a person's turns) and pinned items are never shown to the summariser and come
+  out verbatim; a pinned one stays in the view until it is unpinned;
 - a summariser reply that cannot be parsed, or an exception, loses nothing: every item is carried.
 """
 
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Protocol
 
 from . import tokens as tok
-from .types import Bullet, Item
+from .salience import INSTRUCTION, instruction_score, is_instruction, sentences
+from .types import Bullet, Item, calendar_day
 
 log = logging.getLogger(__name__)
 
@@ -30,18 +34,28 @@ MAX_MERGED_TOKENS = 120
 QUOTE_TOKENS = 32
 # The bullets citing the person's earlier words fill at most this share of the compaction target.
 QUOTE_FRACTION = 0.25
+# A quote keeps one instruction whole up to this many times its room rather than cut it.
+INSTRUCTION_REACH = 3
 
 
 @dataclass(frozen=True, slots=True)
 class SourceItem:
-    """A numbered item as the summariser sees it; `role` is "bullet" for a prior bullet."""
+    """A numbered item as the summariser sees it; `role` is "bullet" for a prior bullet.
+
+    `name` and `occurred_at` say who said it and when (a turn's own; empty for a bullet)."""
 
     number: int
     role: str
     text: str
+    name: str = ""
+    occurred_at: datetime | None = None
 
 
-Summarizer = Callable[[Sequence[SourceItem]], str]
+class Summarizer(Protocol):
+    """Numbered items to a reply of bullets citing them (`[sources: …]`), in about `budget` tokens
+    (None: the summariser's own judgement). A reply over budget is fitted by the engine."""
+
+    def __call__(self, items: Sequence[SourceItem], budget: int | None = None) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +80,29 @@ class CompactionResult:
 PROMPT_HEADER = (
     "Summarise the numbered items below into a short list of bullet points for an agent's memory.\n"
     "Rules: one fact, decision or result per bullet; keep names, numbers, dates, file names and error\n"
-    "codes exactly; end every bullet with [sources: N, M] naming the item numbers it draws on; every\n"
-    "item must be cited by at least one bullet. Reply with the bullets only, one per line, each\n"
-    "starting with '- '.\n\nItems:\n"
+    "codes exactly; start every bullet with the day and who said it, as the item gives them\n"
+    '("8 May 2023 · Caroline: adopted a grey cat, Miso"), and turn relative days ("yesterday")\n'
+    "into dates; keep the names and dates of earlier bullets; end every bullet with [sources: N, M]\n"
+    "naming the item numbers it draws on; every item must be cited by at least one bullet. Reply\n"
+    "with the bullets only, one per line, each starting with '- '.\n"
 )
 
 
-def build_prompt(items: Sequence[SourceItem]) -> str:
+def source_label(item: SourceItem) -> str:
+    """Who said an item and when, as the summariser's prompt shows it: "user · Caroline · 8 May 2023"."""
+    label = [item.role]
+    if item.name:
+        label.append(" ".join(item.name.split()))
+    if item.occurred_at is not None:
+        label.append(calendar_day(item.occurred_at))
+    return " · ".join(label)
+
+
+def build_prompt(items: Sequence[SourceItem], budget: int | None = None) -> str:
     """The instruction a language-model summariser receives for these items."""
-    lines = [f"[{item.number}] ({item.role}) {item.text}" for item in items]
-    return PROMPT_HEADER + "\n".join(lines)
+    room = f"Keep the whole list within about {budget} tokens.\n" if budget else ""
+    lines = [f"[{item.number}] ({source_label(item)}) {item.text}" for item in items]
+    return PROMPT_HEADER + room + "\nItems:\n" + "\n".join(lines)
 
 
 _CITATION = re.compile(r"[\[(]\s*sources?\s*:\s*([0-9][0-9,\s\-–]*)[\])]", re.IGNORECASE)
@@ -126,6 +153,51 @@ def _excerpt(text: str, max_tokens: int) -> str:
     return cut if cut == flat else cut.rstrip() + " …"
 
 
+def quote_excerpt(text: str, max_tokens: int) -> str:
+    """The person's words cut to about `max_tokens`, never inside an instruction.
+
+    Whole sentences only: the turn's instructions (`salience.is_instruction`) that fit — or, when
+    none does, the first of them whole if it is under INSTRUCTION_REACH × `max_tokens` — then the
+    other sentences from the start while they fit, shown in their order with "…" where sentences
+    were left out. Only a turn that instructs nothing and whose first sentence is too long is cut
+    at a word.
+    """
+    said = sentences(text)
+    if not said:
+        return ""
+    instructions = [i for i, s in enumerate(said) if is_instruction(s)]
+    kept: list[int] = []
+    spent = 0
+    for i in instructions:
+        cost = tok.count_tokens(said[i]) + 1
+        if spent + cost <= max_tokens:
+            kept.append(i)
+            spent += cost
+    if instructions and not kept:
+        cost = tok.count_tokens(said[instructions[0]]) + 1
+        if cost <= INSTRUCTION_REACH * max_tokens:
+            kept, spent = [instructions[0]], cost
+    for i in range(len(said)):
+        if i in instructions:
+            continue
+        cost = tok.count_tokens(said[i]) + 1
+        if spent + cost > max_tokens:
+            break
+        kept.append(i)
+        spent += cost
+    if not kept:
+        return _excerpt(said[0], max_tokens)
+    kept.sort()
+    out: list[str] = ["…"] if kept[0] > 0 else []
+    for n, i in enumerate(kept):
+        if n > 0 and i > kept[n - 1] + 1:
+            out.append("…")
+        out.append(said[i])
+    if kept[-1] < len(said) - 1:
+        out.append("…")
+    return " ".join(out)
+
+
 def is_quote(bullet: Bullet) -> bool:
     """Whether the bullet cites a person's earlier words: excerpts of protected turns that left the
     live view (not protected itself, so it can be merged; never shown to the summariser)."""
@@ -134,7 +206,10 @@ def is_quote(bullet: Bullet) -> bool:
 
 def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
     half = MAX_MERGED_TOKENS // 2
-    text = f"{_excerpt(a.text, half)} / {_excerpt(b.text, half)}"
+    quotes = a.role == b.role == "user"
+    # Two quotes of the person merge into a quote, whose instructions stay whole.
+    shorten = quote_excerpt if quotes else _excerpt
+    text = f"{shorten(a.text, half)} / {shorten(b.text, half)}"
     refs = tuple(dict.fromkeys(a.hash_refs + b.hash_refs))
     return Bullet(
         text=text,
@@ -142,8 +217,10 @@ def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
         generation=generation,
         tokens=tok.count_tokens(text),
         first_position=min(a.first_position, b.first_position),
-        # Two quotes of the person merge into a quote; anything else into a plain summary line.
-        role=a.role if a.role == b.role else None,
+        # Anything but two quotes merges into a plain summary line.
+        role="user" if quotes else None,
+        name=a.name if a.name == b.name else "",
+        occurred_at=min((t for t in (a.occurred_at, b.occurred_at) if t), default=None),
     )
 
 
@@ -172,16 +249,33 @@ def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[li
         if free:
             only = bullets[free[0]]
             room = max(8, target_tokens - (total() - only.tokens))
-            text = _excerpt(only.text, room)
-            bullets[free[0]] = Bullet(
-                text=text,
-                hash_refs=only.hash_refs,
-                generation=generation,
-                tokens=tok.count_tokens(text),
-                first_position=only.first_position,
-                role=only.role,
-            )
+            text = quote_excerpt(only.text, room) if is_quote(only) else _excerpt(only.text, room)
+            bullets[free[0]] = replace(only, text=text, generation=generation, tokens=tok.count_tokens(text))
     return bullets, merges
+
+
+def _staying_power(bullet: Bullet) -> float:
+    """0 for chatter, which leaves first whatever its age; an instruction's score otherwise, so
+    that among instructions the weakest-worded leave first."""
+    score = instruction_score(bullet.text)
+    return score if score >= INSTRUCTION else 0.0
+
+
+def _leaving(protected: Sequence[Bullet], target: int) -> list[Bullet]:
+    """The protected bullets that leave the view so the rest fit `target`: chatter before
+    instructions (a turn with a sentence scoring `salience.INSTRUCTION`), the weakest instructions
+    before the strongest, the oldest first among equals; a pinned one never."""
+    kept = sum(b.tokens for b in protected)
+    leaving: list[Bullet] = []
+    movable = sorted(
+        (b for b in protected if not b.pinned), key=lambda b: (_staying_power(b), b.first_position)
+    )
+    for bullet in movable:
+        if kept <= target:
+            break
+        leaving.append(bullet)
+        kept -= bullet.tokens
+    return leaving
 
 
 def plan_compaction(
@@ -198,31 +292,35 @@ def plan_compaction(
     """Compute generation `generation` from Y's raw items and the live bullets. Pure: writes nothing.
 
     With `protect`, protected items bypass the summariser and are carried verbatim; without it
-    (the type-blind arm of eval_compaction) they are summarised like any other item.
+    (the type-blind arm of eval_compaction) they are summarised like any other item. Pinned items
+    are carried verbatim either way.
 
-    `protected_target` bounds the verbatim protected bullets (None: unbounded, the seed's policy).
-    Past it, the oldest leave the view: each becomes a quote bullet (`is_quote`) holding an excerpt
-    of its start and its hash, never summarised; quotes are merged only with quotes, into at most
+    `protected_target` bounds the verbatim protected bullets, pinned ones included (None:
+    unbounded, the seed's policy). Past it, chatter leaves before instructions (`_leaving`): each
+    turn that leaves becomes a quote bullet (`is_quote`) holding its instructions whole, or its
+    start, and its hash, never summarised; quotes are merged only with quotes, into at most
     QUOTE_FRACTION of `target_tokens`. The turns themselves stay verbatim in the store.
+    The summariser is given what is left of `target_tokens` as its budget.
     """
     result = CompactionResult(bullets=[], generation=generation)
     protected: list[Bullet] = []
     quotes: list[Bullet] = []
     passthrough: list[Bullet] = []
-    # Each numbered source: (text, role, hash_refs, first_position, prior bullet or None).
-    sources: list[tuple[str, str, tuple[str, ...], int, Bullet | None]] = []
+    # Each numbered source: (source item, hash_refs, first_position, prior bullet or None).
+    sources: list[tuple[SourceItem, tuple[str, ...], int, Bullet | None]] = []
 
     for bullet in prior:
-        if bullet.protected and protect:
+        if bullet.pinned or (bullet.protected and protect):
             protected.append(_regenerate(bullet, generation))
         elif is_quote(bullet) and protect:
             quotes.append(_regenerate(bullet, generation))
         elif reabstract:
-            sources.append((bullet.text, "bullet", bullet.hash_refs, bullet.first_position, bullet))
+            source = SourceItem(len(sources) + 1, "bullet", bullet.text)
+            sources.append((source, bullet.hash_refs, bullet.first_position, bullet))
         else:
             passthrough.append(_regenerate(bullet, generation))
     for item in raw:
-        if item.protected and protect:
+        if item.pinned or (item.protected and protect):
             protected.append(
                 Bullet(
                     text=item.text,
@@ -232,17 +330,32 @@ def plan_compaction(
                     first_position=item.position,
                     protected=True,
                     role=item.role,
+                    pinned=item.pinned,
+                    name=item.name,
+                    occurred_at=item.occurred_at,
                 )
             )
         else:
-            sources.append((item.text, item.role, (item.hash,), item.position, None))
+            source = SourceItem(len(sources) + 1, item.role, item.text, item.name, item.occurred_at)
+            sources.append((source, (item.hash,), item.position, None))
 
-    numbered = [SourceItem(number=i + 1, role=s[1], text=s[0]) for i, s in enumerate(sources)]
+    if protected_target is not None and protect:
+        leaving = _leaving(protected, protected_target)
+        protected = [b for b in protected if not any(b is gone for gone in leaving)]
+        quotes += [_quote(b, generation) for b in leaving]
+        quotes, merged = _fit(
+            sorted(quotes, key=lambda b: b.first_position), int(target_tokens * QUOTE_FRACTION), generation
+        )
+        result.merged += merged
+    protected.sort(key=lambda b: b.first_position)
+    free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))
+
+    numbered = [source for source, *_ in sources]
     result.summarised = len(numbered)
     reply = ""
     if numbered:
         try:
-            reply = summarize(numbered)
+            reply = summarize(numbered, budget=free_target)
         except Exception as exc:  # a failing summariser must cost quality, never content
             log.warning("summariser failed, carrying every item forward: %s", exc)
             result.summarizer_error = f"{type(exc).__name__}: {exc}"
@@ -251,27 +364,30 @@ def plan_compaction(
     cited: set[int] = set()
     summary: list[Bullet] = []
     for p in parsed:
-        refs = tuple(dict.fromkeys(h for n in p.sources for h in sources[n - 1][2]))
+        refs = tuple(dict.fromkeys(h for n in p.sources for h in sources[n - 1][1]))
         summary.append(
             Bullet(
                 text=p.text,
                 hash_refs=refs,
                 generation=generation,
                 tokens=tok.count_tokens(p.text),
-                first_position=min(sources[n - 1][3] for n in p.sources),
+                first_position=min(sources[n - 1][2] for n in p.sources),
+                occurred_at=_earliest(sources[n - 1][0].occurred_at for n in p.sources),
             )
         )
         cited.update(p.sources)
     result.cited = len(cited)
 
-    for number, (text, _role, refs, first, prior_bullet) in enumerate(sources, start=1):
+    for number, (source, refs, first, prior_bullet) in enumerate(sources, start=1):
         if number in cited:
             continue
         result.carried += 1
         if prior_bullet is not None:
             summary.append(_regenerate(prior_bullet, generation))
         else:
-            excerpt = _excerpt(text, EXCERPT_TOKENS)
+            # Who said it and when, then the start of its words.
+            said = f"{calendar_day(source.occurred_at)} · " if source.occurred_at else ""
+            excerpt = said + f"{source.name or source.role}: " + _excerpt(source.text, EXCERPT_TOKENS)
             summary.append(
                 Bullet(
                     text=excerpt,
@@ -279,21 +395,10 @@ def plan_compaction(
                     generation=generation,
                     tokens=tok.count_tokens(excerpt),
                     first_position=first,
+                    occurred_at=source.occurred_at,
                 )
             )
 
-    if protected_target is not None and protect:
-        protected.sort(key=lambda b: b.first_position)
-        kept_tokens = sum(b.tokens for b in protected)
-        while protected and kept_tokens > protected_target:
-            oldest = protected.pop(0)
-            kept_tokens -= oldest.tokens
-            quotes.append(_quote(oldest, generation))
-        quotes, merged = _fit(
-            sorted(quotes, key=lambda b: b.first_position), int(target_tokens * QUOTE_FRACTION), generation
-        )
-        result.merged += merged
-    free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))
     fitted, merged = _fit(
         sorted(summary + passthrough, key=lambda b: b.first_position), free_target, generation
     )
@@ -303,29 +408,27 @@ def plan_compaction(
     return result
 
 
+def _earliest(times: Iterable[datetime | None]) -> datetime | None:
+    return min((t for t in times if t is not None), default=None)
+
+
 def _quote(bullet: Bullet, generation: int) -> Bullet:
-    """A protected bullet leaving the view: the start of the person's words, citing the turn."""
-    text = _excerpt(bullet.text, QUOTE_TOKENS)
-    return Bullet(
+    """A protected bullet leaving the view: the person's instructions whole, else the start of their
+    words, citing the turn."""
+    text = quote_excerpt(bullet.text, QUOTE_TOKENS)
+    return replace(
+        bullet,
         text=text,
-        hash_refs=bullet.hash_refs,
         generation=generation,
         tokens=tok.count_tokens(text),
-        first_position=bullet.first_position,
+        protected=False,
+        pinned=False,
         role="user",
     )
 
 
 def _regenerate(bullet: Bullet, generation: int) -> Bullet:
-    return Bullet(
-        text=bullet.text,
-        hash_refs=bullet.hash_refs,
-        generation=generation,
-        tokens=bullet.tokens,
-        first_position=bullet.first_position,
-        protected=bullet.protected,
-        role=bullet.role,
-    )
+    return replace(bullet, generation=generation)
 
 
 def _check_reachable(raw: Sequence[Item], prior: Sequence[Bullet], new: Sequence[Bullet]) -> None:

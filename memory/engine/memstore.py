@@ -52,6 +52,7 @@ class InMemoryStore:
             meta=draft.meta,
             name=draft.name,
             occurred_at=draft.occurred_at,
+            pinned=draft.pinned,
         )
         s.next_position += 1
         return item

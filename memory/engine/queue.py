@@ -18,10 +18,14 @@ from typing import Any
 from . import tokens as tok
 from .compaction import REABSTRACT, CompactionResult, Summarizer, is_quote, plan_compaction
 from .hashing import content_hash
-from .types import Bullet, Draft, Item, TierStore, View
+from .types import Draft, Item, TierStore, View, calendar_day
 
-# After a compaction the bullets should fill at most this share of Y, leaving room to grow.
-TARGET_FRACTION = 0.5
+# After a compaction the bullets fill at most this share of Y, and the newest raw turns of Y up to
+# RAW_FRACTION of it stay raw (the next compaction takes them), leaving a tenth of Y to grow into.
+# Measured with eval_view (docs/sessions.md, "The budget"): the summary holds more answers per
+# token than raw turns, so the view holds most when the summary fills most of Y.
+TARGET_FRACTION = 0.8
+RAW_FRACTION = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +91,7 @@ class TieredQueue:
         meta: Mapping[str, Any] | None = None,
         name: str = "",
         occurred_at: datetime | None = None,
+        pinned: bool = False,
     ) -> Draft:
         if protected is None:
             protected = default_protected(self.kind, role)
@@ -99,6 +104,7 @@ class TieredQueue:
             meta=dict(meta or {}),
             name=name,
             occurred_at=occurred_at,
+            pinned=pinned,
         )
 
     def append(
@@ -110,10 +116,13 @@ class TieredQueue:
         meta: Mapping[str, Any] | None = None,
         name: str = "",
         occurred_at: datetime | None = None,
+        pinned: bool = False,
     ) -> Appended:
         """Add one item; say whether Y now needs compaction (the caller decides when to run it)."""
         return self.append_draft(
-            self.draft(role, text, protected=protected, meta=meta, name=name, occurred_at=occurred_at)
+            self.draft(
+                role, text, protected=protected, meta=meta, name=name, occurred_at=occurred_at, pinned=pinned
+            )
         )
 
     def append_draft(self, draft: Draft) -> Appended:
@@ -147,6 +156,13 @@ class TieredQueue:
             self.store.move_x_to_y(self.kind)
         totals = self.store.totals(self.kind)
         snapshot = self.store.items(self.kind, "y") if raw else []
+        if not force:
+            # The newest of Y stay raw (a manual compaction takes everything).
+            room, keep = int(self.y_budget * RAW_FRACTION), 0
+            while keep < len(snapshot) and room >= snapshot[-1 - keep].tokens:
+                room -= snapshot[-1 - keep].tokens
+                keep += 1
+            snapshot = snapshot[: len(snapshot) - keep]
         prior = self.store.live_bullets(self.kind)
         if not snapshot and not any(not b.protected for b in prior):
             return None
@@ -212,19 +228,33 @@ def render_entry(label: str, text: str) -> str:
 def render_view(view: View) -> str:
     """The prompt text of a view: bullets, then Y raw, then X, one entry each.
 
-    An entry starts at column 0 with "- " (a bullet) or "role: " (a turn, or a protected bullet);
-    its further lines start with two spaces (`render_entry`).
+    An entry starts at column 0 with "- " (a bullet) or "role" (a turn, or a protected bullet);
+    its further lines start with two spaces (`render_entry`). A turn says who said it, and the day
+    where the day changes: "user (Caroline · 8 May 2023): …", then "assistant (Melanie): …".
     """
-    entries = [render_entry(_bullet_label(b), b.text) for b in view.bullets]
-    entries += [render_entry(f"{item.role}: ", item.text) for item in (*view.y_raw, *view.x)]
+    entries = []
+    day = ""
+    for bullet in view.bullets:
+        if bullet.protected:
+            label, day = turn_label(bullet.role or "user", bullet.name, bullet.occurred_at, day)
+        else:
+            label = QUOTE_LABEL if is_quote(bullet) else "- "
+        entries.append(render_entry(label, bullet.text))
+    for item in (*view.y_raw, *view.x):
+        label, day = turn_label(item.role, item.name, item.occurred_at, day)
+        entries.append(render_entry(label, item.text))
     return "\n".join(entries)
+
+
+def turn_label(role: str, name: str, when: datetime | None, day: str) -> tuple[str, str]:
+    """A turn's label — its role, then its speaker's name and its day (when the day is not `day`,
+    the day of the entry before) — and the day it leaves for the next entry."""
+    said = " ".join(name.split())  # no line break of any kind inside a label
+    today = calendar_day(when) if when is not None else day
+    if today and today != day:
+        said = f"{said} · {today}" if said else today
+    return (f"{role} ({said}): " if said else f"{role}: "), today
 
 
 # A quote bullet's label: the person's words, cut, with the whole turn a recall away.
 QUOTE_LABEL = "- the person's earlier words (excerpt; the full text is in memory): "
-
-
-def _bullet_label(bullet: Bullet) -> str:
-    if bullet.protected:
-        return f"{bullet.role}: "
-    return QUOTE_LABEL if is_quote(bullet) else "- "

@@ -83,6 +83,11 @@ def parse_moment(value: str) -> datetime:
     return parsed
 
 
+def calendar_day(when: datetime) -> str:
+    """The day of a time, in its own offset, as people write it: "8 May 2023"."""
+    return f"{when.day} {when:%B} {when.year}"
+
+
 @dataclass(frozen=True, slots=True)
 class Draft:
     """An item about to be appended: the store gives it a position."""
@@ -96,6 +101,8 @@ class Draft:
     # Who said it (a person's or an agent's name) and when it happened, as the caller told us.
     name: str = ""
     occurred_at: datetime | None = None
+    # Kept verbatim in the prompt view, whatever its age, until unpinned.
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +110,9 @@ class Item:
     """One appended turn, raw and verbatim. `position` orders a kind's items within a session.
 
     `meta` is the caller's own, stored and returned verbatim and never ranked; `name` and
-    `occurred_at` are what ranking reads (the speaker, and the date beside the turn).
+    `occurred_at` are what ranking reads (the speaker, and the date beside the turn). A `pinned`
+    item stays verbatim in the prompt view until unpinned (compaction carries it as a protected
+    bullet that the protected share never moves out).
     """
 
     position: int
@@ -115,14 +124,16 @@ class Item:
     meta: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""
     occurred_at: datetime | None = None
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Bullet:
     """A line of the rolling summary and the chunk hashes it stands for.
 
-    A protected bullet is a person's turn carried verbatim (`hash_refs` is its own hash).
-    `first_position` is the earliest source item's position, which keeps bullets in time order.
+    A protected bullet is a person's turn carried verbatim (`hash_refs` is its own hash); a pinned
+    one is a pinned turn, which stays until it is unpinned. `first_position` is the earliest source
+    item's position, which keeps bullets in time order.
     """
 
     text: str
@@ -132,6 +143,11 @@ class Bullet:
     first_position: int
     protected: bool = False
     role: str | None = None
+    pinned: bool = False
+    # Who said it and when, for a bullet that is one turn (protected, pinned, a quote): the turn's
+    # own; for a summary line, no name and the time of its earliest source.
+    name: str = ""
+    occurred_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

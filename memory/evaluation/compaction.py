@@ -75,6 +75,10 @@ class Outcome:
     recalled: list[str] = field(default_factory=list)
     # The tokens of all the person's turns of the conversation, against which Y is small.
     person_tokens: int = 0
+    # The most the view held at any moment of the replay, and the largest single turn: the view's
+    # bound is X + Y + that turn.
+    peak_view_tokens: int = 0
+    largest_turn: int = 0
 
 
 def arms(*, abstract_once: bool = False) -> list[Arm]:
@@ -124,9 +128,14 @@ def replay(
         protected_share=arm.protected_share,
     )
     turns_of = conversation(turns, seed=seed, constraints=constraints)
+    peak = largest = 0
     for role, text in turns_of:
-        if queue.append(role, text).needs_compaction:
+        appended = queue.append(role, text)
+        largest = max(largest, appended.item.tokens)
+        peak = max(peak, _view_tokens(store))
+        if appended.needs_compaction:
             queue.compact()
+            peak = max(peak, _view_tokens(store))
     view = queue.current_view()
     lines = [b.text for b in view.bullets] + [i.text for i in (*view.y_raw, *view.x)]
     kept = surviving(lines, constraints)
@@ -140,7 +149,14 @@ def replay(
         in_bullets=surviving([b.text for b in view.bullets], constraints),
         recalled=recalled(store, view, constraints),
         person_tokens=sum(tok.count_tokens(t) for r, t in turns_of if r == "user"),
+        peak_view_tokens=peak,
+        largest_turn=largest,
     )
+
+
+def _view_tokens(store: InMemoryStore) -> int:
+    totals = store.totals("history")
+    return totals.x + totals.y
 
 
 # A constraint is found when its turn is among the first RECALL_K keyword hits.
@@ -166,7 +182,7 @@ def recalled(store: InMemoryStore, view: View, constraints: Sequence[str]) -> li
 # The bounded rows: the default share (OTTO_PROTECTED_SHARE), at lengths where the person's turns
 # alone are several times the tight Y budget.
 BOUNDED_SHARE = 0.5
-BOUNDED_LENGTHS: tuple[int, ...] = (400, 1200)
+BOUNDED_LENGTHS: tuple[int, ...] = (120, 400, 1200)
 
 
 def bounded_arms() -> list[Arm]:

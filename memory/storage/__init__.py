@@ -28,7 +28,7 @@ from .reads import (
     substring_search,
     turn_rows,
 )
-from .rows import bullet_from_row, item_from_row, moment, said_from_sql, said_of
+from .rows import bullet_from_row, bullet_row, item_from_row, moment, said_from_sql, said_of
 from .sql import NO_BOUNDS, Bounds
 from .tiers import DjangoTierStore
 from .vectors import (
@@ -54,6 +54,7 @@ __all__ = [
     "VectorCache",
     "bm25_search",
     "bullet_from_row",
+    "bullet_row",
     "ensure_vec_table",
     "fts_delete",
     "fts_index_many",

@@ -10,7 +10,7 @@ from ..engine.retrieval import Said
 from ..engine.types import Bullet, Item
 from ..models import Bullet as BulletRow
 from ..models import Item as ItemRow
-from ..models import local_time
+from ..models import Session, local_time, offset_minutes
 
 
 def item_from_row(row: ItemRow) -> Item:
@@ -24,6 +24,7 @@ def item_from_row(row: ItemRow) -> Item:
         meta=row.meta,
         name=row.name,
         occurred_at=row.when,
+        pinned=row.pinned,
     )
 
 
@@ -56,4 +57,26 @@ def bullet_from_row(row: BulletRow) -> Bullet:
         first_position=row.first_position,
         protected=row.protected,
         role=row.role or None,
+        pinned=row.pinned,
+        name=row.name,
+        occurred_at=row.when,
+    )
+
+
+def bullet_row(session: Session, kind: str, bullet: Bullet) -> BulletRow:
+    """An unsaved row for an engine bullet of `session`'s `kind`."""
+    return BulletRow(
+        session=session,
+        kind=kind,
+        generation=bullet.generation,
+        text=bullet.text,
+        hash_refs=list(bullet.hash_refs),
+        tokens=bullet.tokens,
+        first_position=bullet.first_position,
+        protected=bullet.protected,
+        role=bullet.role or "",
+        pinned=bullet.pinned,
+        name=bullet.name,
+        occurred_at=bullet.occurred_at,
+        utc_offset=offset_minutes(bullet.occurred_at) if bullet.occurred_at else 0,
     )

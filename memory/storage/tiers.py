@@ -21,7 +21,7 @@ from ..models import Bullet as BulletRow
 from ..models import Item as ItemRow
 from . import lookups
 from .fts import fts_index_many
-from .rows import bullet_from_row, item_from_row, said_of
+from .rows import bullet_from_row, bullet_row, item_from_row, said_of
 
 
 class DjangoTierStore:
@@ -152,6 +152,7 @@ class DjangoTierStore:
             role=draft.role,
             tier=tier,
             protected=draft.protected,
+            pinned=draft.pinned,
             tokens=draft.tokens,
             meta=dict(draft.meta),
             name=draft.name,
@@ -179,6 +180,7 @@ class DjangoTierStore:
             meta=dict(draft.meta),
             name=draft.name,
             occurred_at=when,
+            pinned=draft.pinned,
         )
 
     def index_item(self, row: ItemRow, text: str) -> None:
@@ -239,22 +241,7 @@ class DjangoTierStore:
             position__in=list(archived_positions)
         ).update(tier=TIER_ARCHIVED)
         BulletRow.objects.of_kind(self.session, kind).live().update(superseded=True)
-        BulletRow.objects.bulk_create(
-            [
-                BulletRow(
-                    session=self.session,
-                    kind=kind,
-                    generation=b.generation,
-                    text=b.text,
-                    hash_refs=list(b.hash_refs),
-                    tokens=b.tokens,
-                    first_position=b.first_position,
-                    protected=b.protected,
-                    role=b.role or "",
-                )
-                for b in bullets
-            ]
-        )
+        BulletRow.objects.bulk_create([bullet_row(self.session, kind, b) for b in bullets])
         TierState.objects.filter(pk=state.pk).update(generation=base_generation + 1)
         self._forget(kind)
         return True

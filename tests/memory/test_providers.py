@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 import numpy as np
 import pytest
 
+from memory import providers
+from memory.engine.compaction import SourceItem
 from memory.engine.embeddings import EmbeddingUnavailable, build
 from memory.providers import GeminiBackend
-from tests.stubs import StubServer, gemini_embeddings
+from tests.stubs import SlowChat, StubServer, gemini_embeddings
 
 
 def test_gemini_embeds_through_google_genai_against_a_local_stub(monkeypatch):
@@ -54,3 +59,53 @@ def test_the_engine_builds_a_gemini_backend_once_providers_registered_it():
     backend = build("gemini:gemini-embedding-001")
     assert isinstance(backend, GeminiBackend)
     assert backend.model == "gemini-embedding-001"
+
+
+WHO_AND_WHEN = [
+    SourceItem(
+        1,
+        "user",
+        "I adopted a grey cat called Miso yesterday.",
+        "Caroline",
+        datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+    ),
+    SourceItem(2, "bullet", "7 May 2023 · Melanie: ran a charity race"),
+]
+
+
+def gemini_chat(path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Gemini's generateContent wire format: a reply citing every item."""
+    return 200, {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [{"text": "- 8 May 2023 · Caroline: adopted Miso [sources: 1, 2]"}],
+                }
+            }
+        ]
+    }
+
+
+def test_the_openai_compatible_summariser_is_told_who_said_what_when_and_the_room():
+    with StubServer(SlowChat()) as stub:
+        reply = providers.summarizer(f"openai:{stub.url}/v1#stub")(WHO_AND_WHEN, budget=120)
+
+    prompt = stub.requests[0][1]["messages"][-1]["content"]
+    assert "[1] (user · Caroline · 8 May 2023) I adopted a grey cat called Miso yesterday." in prompt
+    assert "[2] (bullet) 7 May 2023 · Melanie: ran a charity race" in prompt
+    assert "within about 120 tokens" in prompt
+    assert "[sources: 1]" in reply
+
+
+def test_the_gemini_summariser_is_told_who_said_what_when_and_the_room(monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", "k")
+    with StubServer(gemini_chat) as stub:
+        reply = providers.gemini("gemini-2.5-flash", base_url=stub.url)(WHO_AND_WHEN, budget=90)
+
+    path, body, _ = stub.requests[0]
+    prompt = " ".join(p["text"] for c in body["contents"] for p in c["parts"])
+    assert "gemini-2.5-flash:generateContent" in path
+    assert "[1] (user · Caroline · 8 May 2023) I adopted a grey cat called Miso yesterday." in prompt
+    assert "within about 90 tokens" in prompt
+    assert reply == "- 8 May 2023 · Caroline: adopted Miso [sources: 1, 2]"

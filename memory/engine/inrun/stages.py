@@ -265,7 +265,7 @@ class _Fit:
         bullets: list[str] = []
         if items:
             try:
-                parsed, _ = parse_reply(self.judges.summarize(items), len(items))
+                parsed, _ = parse_reply(self.judges.summarize(items, budget=self._summary_cap()), len(items))
                 bullets = [p.text for p in parsed]
             except Exception as exc:  # a failing summariser must not fail the run; excerpts stand in
                 log.warning("in-run summary failed (%s); keeping excerpts", exc)
@@ -283,7 +283,9 @@ class _Fit:
         if not text.strip():
             return "(no output)"
         try:
-            parsed, _ = parse_reply(self.judges.summarize([SourceItem(1, "tool", text)]), 1)
+            parsed, _ = parse_reply(
+                self.judges.summarize([SourceItem(1, "tool", text)], budget=RESULT_TOKENS), 1
+            )
             if parsed:
                 return excerpt(parsed[0].text, RESULT_TOKENS)
         except Exception as exc:  # as above: the excerpt is the fallback

@@ -101,6 +101,9 @@ class Command(BaseCommand):
                             "total": total,
                             "person_tokens": o.person_tokens,
                             "view_tokens": o.view_tokens,
+                            "peak_view_tokens": o.peak_view_tokens,
+                            "largest_turn": o.largest_turn,
+                            "bound": arm.budget.x + arm.budget.y + o.largest_turn,
                             "generations": o.generations,
                             "not_in_view": o.lost,
                         }

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
+from memory.engine.types import calendar_day
 from memory.models import Chunk, Item, Session
 
 pytestmark = pytest.mark.django_db
@@ -132,7 +134,10 @@ def test_user_turns_are_protected_by_default_and_survive_compaction(alice_api):
 
     protected = [b for b in context["bullets"] if b["protected"]]
     assert [b["text"] for b in protected] == ["Never deploy on Fridays."]
-    assert "user: Never deploy on Fridays." in context["text"].splitlines()
+    # The person's turn, verbatim, labelled with its role and the day it was said.
+    assert [line for line in context["text"].splitlines() if line.startswith("user")] == [
+        f"user ({calendar_day(timezone.now())}): Never deploy on Fridays."
+    ]
 
 
 def test_batch_is_all_or_nothing(alice_api):

@@ -8,7 +8,6 @@ from pathlib import Path
 from memory.engine import tokens
 from memory.engine.compaction import SourceItem, build_prompt, parse_reply
 from memory.engine.hashing import content_hash
-from memory.engine.summarizers import extractive_summarize
 
 
 def test_engine_imports_nothing_from_django():
@@ -117,24 +116,6 @@ def test_parse_reply_reads_citations_in_several_forms():
         ("Tests are flaky", (4, 5)),
     ]
     assert unparsed == 3
-
-
-def test_extractive_summary_uses_real_sentences_and_cites_every_item():
-    items = [
-        SourceItem(1, "assistant", "We migrated the Postgres cluster. It took an hour."),
-        SourceItem(2, "assistant", "The Postgres migration broke the nightly export."),
-        SourceItem(3, "tool", "exit code 0"),
-        SourceItem(4, "assistant", "Export fixed by re-running the Postgres vacuum."),
-        SourceItem(5, "assistant", "Lunch was pizza."),
-    ]
-    reply = extractive_summarize(items)
-    parsed, unparsed = parse_reply(reply, len(items))
-
-    assert unparsed == 0
-    assert sorted(n for p in parsed for n in p.sources) == [1, 2, 3, 4, 5]
-    sentences = {s for i in items for s in i.text.replace(". ", ".\n").splitlines()}
-    assert all(p.text in sentences for p in parsed)
-    assert extractive_summarize(items) == reply
 
 
 def test_prompt_numbers_every_item():

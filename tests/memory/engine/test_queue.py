@@ -13,7 +13,7 @@ from memory.engine.summarizers import extractive_summarize
 from tests.memory.engine.conftest import synthetic_turns
 
 
-def lazy_summarize(items: Sequence[SourceItem]) -> str:
+def lazy_summarize(items: Sequence[SourceItem], budget: int | None = None) -> str:
     """Cites about 70% of the items, like a real model that ignores the 'cite everything' rule."""
     lines = []
     for start in range(0, len(items), 3):
@@ -24,11 +24,11 @@ def lazy_summarize(items: Sequence[SourceItem]) -> str:
     return "\n".join(lines)
 
 
-def garbage_summarize(items: Sequence[SourceItem]) -> str:
+def garbage_summarize(items: Sequence[SourceItem], budget: int | None = None) -> str:
     return "I'm sorry, as a language model I cannot help with that.\n[sources: 999]\n- [sources: ]"
 
 
-def failing_summarize(items: Sequence[SourceItem]) -> str:
+def failing_summarize(items: Sequence[SourceItem], budget: int | None = None) -> str:
     raise TimeoutError("model did not answer")
 
 
@@ -127,9 +127,9 @@ def test_type_blind_compaction_loses_constraints():
 def test_protected_bullets_are_never_shown_to_the_summariser():
     seen: list[str] = []
 
-    def spy(items):
+    def spy(items, budget=None):
         seen.extend(i.text for i in items)
-        return extractive_summarize(items)
+        return extractive_summarize(items, budget)
 
     store = InMemoryStore()
     queue = TieredQueue(store, x_budget=40, y_budget=120, summarize=spy)

@@ -63,9 +63,9 @@ def test_queue_of_person_turns_stays_inside_x_plus_y_plus_one_item():
 def test_quote_bullets_are_never_shown_to_the_summariser():
     seen: list[str] = []
 
-    def spy(items):
+    def spy(items, budget=None):
         seen.extend(i.text for i in items)
-        return extractive_summarize(items)
+        return extractive_summarize(items, budget)
 
     store = InMemoryStore()
     queue = TieredQueue(store, x_budget=400, y_budget=1200, summarize=spy, protected_share=0.5)
