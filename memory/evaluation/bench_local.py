@@ -8,6 +8,7 @@ import io
 import os
 import pstats
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -128,6 +129,29 @@ class LocalSections(Report):
                 f"({stats['n']} generations, {extra})"
             )
         return engine, service
+
+    def compaction_hundred(self, scale: Scale) -> dict[str, Any]:
+        """One compaction of 100 turns with who and when (the summariser over 100 raw turns and the
+        bullets before them, re-abstracted), generation after generation, the engine alone."""
+        queue = TieredQueue(
+            InMemoryStore(), x_budget=1, y_budget=settings.OTTO_Y_BUDGET, summarize=extractive_summarize
+        )
+        turns = chatter(100 * (scale.generations * 5 + WARM_UP), seed=4)
+        start = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+        times = []
+        for n, (role, text) in enumerate(turns):
+            # A sitting a day, two people talking, as the summary's bullets say who and when.
+            when = start + timedelta(days=n // 40, minutes=n % 40)
+            queue.append(
+                role, text, protected=False, name="Ana" if role == "user" else "Otto", occurred_at=when
+            )
+            if n % 100 == 99:
+                took = timed(lambda: queue.compact(force=True))
+                if n >= 100 * WARM_UP:
+                    times.append(took)
+        stats = latency(times)
+        self.line("compaction 100 turns", stats, "compactions", "offline summariser, bullets re-abstracted")
+        return stats
 
     def query_embedding(self, scale: Scale) -> dict[str, Any]:
         embedder = embedding.embedder()

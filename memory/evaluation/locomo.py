@@ -41,6 +41,8 @@ class Question:
     question: str
     category: int
     evidence: tuple[str, ...]
+    # The gold answer as given (eval_view looks for it in the prompt view).
+    answer: str = ""
 
 
 @dataclass(slots=True)
@@ -115,7 +117,14 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                     else:
                         item.dropped_evidence.append(dia)
             if evidence:
-                item.questions.append(Question(str(qa["question"]), category, tuple(dict.fromkeys(evidence))))
+                item.questions.append(
+                    Question(
+                        str(qa["question"]),
+                        category,
+                        tuple(dict.fromkeys(evidence)),
+                        str(qa.get("answer", "")).strip(),
+                    )
+                )
         conversations.append(item)
     return conversations
 

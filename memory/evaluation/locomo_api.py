@@ -29,9 +29,17 @@ class Answer:
 
 
 def replay(
-    server: WebServer, conv: locomo.Conversation, *, sid: str, x_budget: int, y_budget: int
+    server: WebServer,
+    conv: locomo.Conversation,
+    *,
+    sid: str,
+    x_budget: int,
+    y_budget: int,
+    after_sitting: Callable[[int], None] | None = None,
 ) -> tuple[dict[str, int], int]:
-    """Append the conversation; return each dialogue id's position and the compaction generations."""
+    """Append the conversation; return each dialogue id's position and the compaction generations.
+
+    `after_sitting(n)` is called once sitting n is appended and the worker has settled it."""
     server.expect(
         201,
         "POST",
@@ -40,7 +48,7 @@ def replay(
     )
     position_of: dict[str, int] = {}
     jobs: set[str] = set()
-    for _, sitting in groupby(conv.turns, key=lambda t: t.session):
+    for number, sitting in groupby(conv.turns, key=lambda t: t.session):
         turns = list(sitting)
         items = [
             {
@@ -62,6 +70,9 @@ def replay(
             position_of[turn.dia_id] = appended["position"]
             if appended["compaction"]:
                 jobs.add(appended["compaction"]["job_id"])
+        if after_sitting is not None:
+            settle(server, sid, jobs)
+            after_sitting(number)
     settle(server, sid, jobs)
     session = server.expect(200, "GET", f"/api/v1/sessions/{sid}")
     return position_of, int(session["generation"])

@@ -14,6 +14,7 @@ print numbers, tests assert behaviour). One labelled line per figure:
 - `worker embedding`: how long after the last HTTP append the worker had written a vector for every
   turn of the web server's session; `worker embedding sessions` the same per extra session;
 - `compaction engine` / `compaction service`: one generation over a full Y (the default budget);
+  `compaction 100 turns`: the offline summariser over 100 new turns and the bullets before them;
 - `query embedding`: the model alone on one question;
 - `recall N chunks`: `memory.recall.recall` in-process on an N-chunk session, query embedding
   included; `recall http` the same over HTTP on the web server's session once the worker has
@@ -156,6 +157,7 @@ class Command(PrivateRun, LocalSections, ServerSections, BaseCommand):
         figures["append_engine"] = self.append_engine(scale)
         figures["append_service"] = self.append_service(scale, user)
         figures["compaction_engine"], figures["compaction_service"] = self.compaction(scale, user)
+        figures["compaction_100"] = self.compaction_hundred(scale)
         # The in-process API appends and the HTTP sections are one user's, with one token.
         http_user, _ = get_user_model().objects.get_or_create(username="bench-http")
         _, token = services.issue_token(user=http_user, name="bench")

@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +20,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.evaluation import locomo
+from memory.evaluation import locomo, private
 from memory.evaluation.locomo_api import Answer
 
 
@@ -57,33 +54,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if os.environ.get("OTTO_EVAL_CHILD") != "1":
-            raise SystemExit(self._in_private_store(options))
+        if not private.in_child():
+            if options["summarizer"] == "live" and os.environ.get("OTTO_SUMMARIZER", "offline") == "offline":
+                raise CommandError("--summarizer live needs OTTO_SUMMARIZER set to a live summariser")
+            env = {"OTTO_EMBEDDING_MODEL": options["model"]} if options["model"] else {}
+            raise SystemExit(
+                private.rerun_privately(
+                    "eval_memory", _as_argv(options), keep_store=options["keep_store"], env=env
+                )
+            )
         self._run(options)
-
-    def _in_private_store(self, options: dict[str, Any]) -> int:
-        """Re-run this command in a subprocess on its own data folder, never the user's database."""
-        folder = options["keep_store"] or tempfile.mkdtemp(prefix="ottoweb-eval-")
-        # Compaction runs inline: the replay must not depend on a worker being up, and measures
-        # the same engine either way.
-        env = {
-            **os.environ,
-            "OTTO_DATA_DIR": str(Path(folder).resolve()),
-            "OTTO_EVAL_CHILD": "1",
-            "OTTO_COMPACTION": "inline",
-        }
-        if options["model"]:
-            env["OTTO_EMBEDDING_MODEL"] = options["model"]
-        if options["summarizer"] == "live" and env.get("OTTO_SUMMARIZER", "offline") == "offline":
-            raise CommandError("--summarizer live needs OTTO_SUMMARIZER set to a live summariser")
-        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
-        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, check=True)
-        done = subprocess.run([*manage, "eval_memory", *_as_argv(options)], env=env)
-        if not options["keep_store"]:
-            import shutil
-
-            shutil.rmtree(folder, ignore_errors=True)
-        return done.returncode
 
     def _run(self, options: dict[str, Any]) -> None:
         data = json.loads(Path(options["data"]).read_text())

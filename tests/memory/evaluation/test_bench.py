@@ -19,6 +19,7 @@ FIGURES = {
     "append http keep-alive": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
     "compaction engine": r"p50 \d+ ms",
     "compaction service": r"p50 \d+ ms",
+    "compaction 100 turns": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
     "recall http": r"p50 [\d.]+ ms, p95 [\d.]+ ms",
     "worker embedding": r"[\d,]+ turns in [\d.]+ s",
     "worker embedding sessions": r"p50 [\d.]+ s, max [\d.]+ s",
@@ -46,7 +47,14 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
     figures = json.loads(target.read_text())
     assert sorted(figures["recall"]) == ["300"]
     assert figures["recall"]["300"]["first_recall_ms"] > 0
-    for key in ("append_engine", "append_service", "append_api", "append_http", "append_http_keepalive"):
+    for key in (
+        "append_engine",
+        "append_service",
+        "append_api",
+        "append_http",
+        "append_http_keepalive",
+        "compaction_100",
+    ):
         assert figures[key]["p50_ms"] > 0 and figures[key]["p95_ms"] >= figures[key]["p50_ms"]
     assert figures["rss_web_mb"]["after_recalls"] > 0
     # The HTTP section ran a real worker beside the server, and it did embed the session's turns.
