@@ -446,7 +446,7 @@ def _bullets(
         if len(chosen) >= limit:
             break
         if b["tokens"] <= room - spent:
-            chosen.append({k: b[k] for k in BULLET_FIELDS[:5]})
+            chosen.append({k: b[k] for k in BULLET_FIELDS[:6]})
             spent += b["tokens"]
     return chosen, spent
 
@@ -566,6 +566,7 @@ def recall(
                         "meta": t.turn.meta,
                         "text": t.text,
                         "position": t.turn.position,
+                        "pinned": t.turn.pinned,
                         "hit": t.hit,
                         **({"truncated": True} if t.truncated else {}),
                     }

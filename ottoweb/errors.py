@@ -42,6 +42,14 @@ class TooManyJobs(ServiceError):
     retry_after = 30
 
 
+class TooManyPins(ServiceError):
+    """A pin past the session's cap: OTTO_MAX_PINS pinned turns, or pinned tokens past the session's
+    protected share of Y (docs/sessions.md, "Pins"); nothing is written."""
+
+    status = 409
+    code = "too_many_pins"
+
+
 class TooLarge(ServiceError):
     """A request beyond a documented size limit (README, "Limits"); nothing is written."""
 

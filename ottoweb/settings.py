@@ -225,6 +225,9 @@ OTTO_Y_BUDGET = envint("OTTO_Y_BUDGET", 80_000)
 # The share of Y a person's verbatim turns may fill; past it the oldest leave the prompt view (kept
 # verbatim in the store, cited by a quote bullet). Between 0.05 and 1 (issue 15).
 OTTO_PROTECTED_SHARE = min(1.0, max(0.05, envfloat("OTTO_PROTECTED_SHARE", 0.5)))
+# Pinned turns a session may hold (their tokens are also bounded by its protected share of Y);
+# a pin beyond either answers 409 too_many_pins.
+OTTO_MAX_PINS = envint("OTTO_MAX_PINS", 32)
 # One item's text, in characters: longer answers 422 (≈250K tokens, past any model's window).
 OTTO_MAX_ITEM_CHARS = envint("OTTO_MAX_ITEM_CHARS", 1_000_000)
 OTTO_SUMMARIZER = envstr("OTTO_SUMMARIZER", "offline")

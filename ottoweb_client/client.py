@@ -32,6 +32,7 @@ from .types import (
     SessionOut,
     StoredNoteOut,
     Turn,
+    TurnOut,
 )
 
 
@@ -64,6 +65,7 @@ OPERATIONS: dict[str, Operation] = {
     "export_session": Operation("GET", "/sessions/{sid}/export"),
     "append": Operation("POST", "/sessions/{sid}/items", "ItemIn", "AppendOut"),
     "append_batch": Operation("POST", "/sessions/{sid}/items/batch", "BatchIn", "BatchOut"),
+    "pin": Operation("POST", "/sessions/{sid}/items/{position}/pin", "PinIn", "TurnOut"),
     "context": Operation("GET", "/sessions/{sid}/context", None, "ContextOut", ("kind",)),
     "recall": Operation("POST", "/sessions/{sid}/recall", "RecallIn", "RecallOut"),
     "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
@@ -186,6 +188,7 @@ class Ottoweb:
         name: str | None = None,
         occurred_at: str | None = None,
         meta: dict[str, Any] | None = None,
+        pinned: bool | None = None,
     ) -> AppendOut:
         body = _given(
             role=role,
@@ -195,11 +198,17 @@ class Ottoweb:
             name=name,
             occurred_at=occurred_at,
             meta=meta,
+            pinned=pinned,
         )
         return cast(AppendOut, self._call("append", body, sid=session_id))
 
     def append_batch(self, session_id: str, items: list[Turn]) -> BatchOut:
         return cast(BatchOut, self._call("append_batch", {"items": items}, sid=session_id))
+
+    def pin(self, session_id: str, position: int, *, pinned: bool = True) -> TurnOut:
+        """Keep the history turn at `position` verbatim in the view until unpinned (`pinned=False`);
+        the turn. Past the session's cap: OttowebError `too_many_pins`."""
+        return cast(TurnOut, self._call("pin", {"pinned": pinned}, sid=session_id, position=position))
 
     def context(self, session_id: str, *, kind: Literal["history", "context"] | None = None) -> ContextOut:
         return cast(ContextOut, self._call("context", query={"kind": kind}, sid=session_id))

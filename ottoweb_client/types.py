@@ -66,6 +66,7 @@ class TurnOut(TypedDict):
     meta: dict[str, Any]
     text: str
     position: int
+    pinned: bool
 
 
 class BulletOut(TypedDict):
@@ -74,6 +75,7 @@ class BulletOut(TypedDict):
     hash_refs: list[str]
     generation: int
     protected: bool
+    pinned: bool
     quote: NotRequired[bool]
 
 
@@ -239,3 +241,4 @@ class Turn(TypedDict):
     name: NotRequired[str]
     occurred_at: NotRequired[str | None]
     meta: NotRequired[dict[str, Any] | None]
+    pinned: NotRequired[bool]

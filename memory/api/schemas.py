@@ -92,6 +92,11 @@ class ItemIn(StrictIn):
     meta: dict[str, Any] | None = Field(
         None, description="your own JSON object (at most 4 KB), stored and returned verbatim, never ranked"
     )
+    pinned: bool = Field(
+        False,
+        description="keep the turn verbatim in the prompt view, whatever its age, until unpinned "
+        "(history items only; at most OTTO_MAX_PINS a session, within its protected share of Y)",
+    )
 
 
 class BatchIn(StrictIn):
@@ -122,6 +127,11 @@ class TurnOut(Schema):
     meta: dict[str, Any]
     text: str
     position: int
+    pinned: bool
+
+
+class PinIn(StrictIn):
+    pinned: bool = Field(..., description="true: keep the turn verbatim in the view; false: unpin it")
 
 
 class BulletOut(Schema):
@@ -130,6 +140,8 @@ class BulletOut(Schema):
     hash_refs: list[str]
     generation: int
     protected: bool
+    # A pinned turn, kept verbatim until it is unpinned.
+    pinned: bool
     # The person's earlier words that left the view: an excerpt of each turn's start, citing the
     # turns, which stay verbatim in the store (recall finds them).
     quote: bool = False

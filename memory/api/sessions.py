@@ -18,7 +18,7 @@ from ottoweb.schemas import CleanIn, ErrorOut
 from .. import services
 from ..engine.types import SESSION_ID
 from ..models import AuditEntry, Item, Job, Session
-from ..reads import session_context, session_summary
+from ..reads import session_context, session_summary, turn_dict
 from ..recall import recall
 from ..storage import lookups
 from .schemas import (
@@ -31,6 +31,7 @@ from .schemas import (
     JobRef,
     KindName,
     MemoryActionIn,
+    PinIn,
     RecallIn,
     RecallOut,
     ReembedIn,
@@ -38,6 +39,7 @@ from .schemas import (
     SessionIn,
     SessionListOut,
     SessionOut,
+    TurnOut,
 )
 
 router = Router(tags=["sessions"])
@@ -151,6 +153,7 @@ def new_items(items: list[ItemIn]) -> list[services.NewItem]:
             name=i.name,
             occurred_at=i.occurred_at,
             meta=i.meta,
+            pinned=i.pinned,
         )
         for i in items
     ]
@@ -175,6 +178,15 @@ def append_item(request: ApiRequest, sid: str, body: ItemIn):
 @router.post("/sessions/{sid}/items/batch", response={201: BatchOut, **ERRORS})
 def append_batch(request: ApiRequest, sid: str, body: BatchIn):
     return Status(201, {"items": _append(request, sid, body.items, batch=True)})
+
+
+@router.post("/sessions/{sid}/items/{position}/pin", response={200: TurnOut, **ERRORS})
+def pin_turn(request: ApiRequest, sid: str, position: int, body: PinIn):
+    """`{"pinned": true}` keeps the history turn at `position` verbatim in the view until
+    `{"pinned": false}`; the answer is the turn. 404: no such turn; 409 too_many_pins: past the
+    session's cap (OTTO_MAX_PINS turns, or its protected share of Y in tokens)."""
+    item = services.set_pinned(session=get_session(request, sid), position=position, pinned=body.pinned)
+    return turn_dict(item)
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})

@@ -348,6 +348,7 @@ class Turn:
     name: str = ""
     occurred_at: datetime | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
+    pinned: bool = False
 
 
 @dataclass(slots=True)

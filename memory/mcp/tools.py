@@ -22,10 +22,10 @@ from lessons import services as lessons
 from lessons.schemas import ErrorIn, RecordOut, RelatedIn
 from memory import services
 from memory.api.notes import NoteListQuery, RememberIn, ScopedRecallIn, recalled, remembered, stored_note
-from memory.api.schemas import ItemIn, MemoryActionIn, RecallIn, RecallOut
+from memory.api.schemas import ItemIn, MemoryActionIn, PinIn, RecallIn, RecallOut
 from memory.api.sessions import ListParams, checked_recall, new_items, user_session
 from memory.models import Session
-from memory.reads import session_context, session_summary
+from memory.reads import session_context, session_summary, turn_dict
 from memory.services import notes as scoped
 from ottoweb.errors import Conflict
 
@@ -40,6 +40,8 @@ INSTRUCTIONS = (
 
 READ = ToolAnnotations(readOnlyHint=True, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False)
+# A write that may be repeated to the same effect (pin, unpin).
+SET = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 DESTROY = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
 
 SessionId = Annotated[
@@ -65,7 +67,8 @@ def _session_tools(server: MCPServer, who: Callable[[Context], Caller]) -> None:
         """Store turns of the conversation, oldest first (up to 1,000 a call). Send every user, assistant
         and tool turn as it happens: older turns are summarised automatically and stay recallable word
         for word. The session is created on first use. Each turn: role (user, assistant, tool, system),
-        text, optional name (who spoke) and occurred_at (ISO 8601 with offset)."""
+        text, optional name (who spoke), occurred_at (ISO 8601 with offset) and pinned (true: keep
+        it word for word in get_context until unpinned, for what must never be summarised)."""
 
         def work(caller: Caller) -> dict[str, Any]:
             services.check_session_id(session)
@@ -88,6 +91,26 @@ def _session_tools(server: MCPServer, who: Callable[[Context], Caller]) -> None:
             }
 
         return run(lambda: who(ctx), "append_turns", work, session=session)
+
+    @server.tool(annotations=SET)
+    def pin_turn(
+        session: SessionId,
+        position: Annotated[int, Field(description="the turn's position (append_turns answers them)")],
+        ctx: Context,
+        pinned: Annotated[bool, Field(description="true: pin it; false: unpin it")] = True,
+    ) -> dict[str, Any]:
+        """Pin a turn so get_context keeps it word for word, however old it gets, until you unpin it
+        (pinned=false): for instructions or facts that must never be summarised. Pin few: a session's
+        pins are capped (a number of turns, and a share of its memory budget); past the cap the call
+        is refused."""
+
+        def work(caller: Caller) -> dict[str, Any]:
+            body = parsed(PinIn, {"pinned": pinned})
+            found = user_session(caller.user, session)
+            item = services.set_pinned(session=found, position=position, pinned=body.pinned)
+            return {"session": session, **_json(turn_dict(item))}
+
+        return run(lambda: who(ctx), "pin_turn", work, session=session)
 
     @server.tool(annotations=READ)
     def get_context(session: SessionId, ctx: Context) -> dict[str, Any]:

@@ -5,6 +5,7 @@ Each module does one job:
 
 - `sessions`: session ids, creating, deleting and resetting a session;
 - `items`: appending items (each checked, batches bounded) and storing context items;
+- `pins`: pinning and unpinning a turn, within the session's cap;
 - `compaction`: a session's tiered queue with the configured summariser, and compacting it now;
 - `actions`: the manual memory actions (compact now, rebuild the summary, reset);
 - `embedding`: the database's embedding model and the vectors of session items;
@@ -45,6 +46,7 @@ from .jobs import (
     requeue_unfinished_jobs,
     worker_name,
 )
+from .pins import set_pinned
 from .retry import DB_RETRY_PAUSES, with_db_retry
 from .sessions import UNADDRESSABLE_IDS, check_session_id, create_session, delete_session, reset_session
 from .tokens import issue_token, revoke_token
@@ -97,6 +99,7 @@ __all__ = [
     "run_reembed_job",
     "run_store_job",
     "session_embedder",
+    "set_pinned",
     "store_context_items",
     "summarizer_for",
     "with_db_retry",

@@ -16,13 +16,12 @@ from django.utils import timezone
 from ottoweb.errors import Invalid, TooLarge
 
 from ..engine.hashing import content_hash
-from ..engine.queue import TieredQueue
 from ..engine.types import KINDS, ROLES, meta_problem, name_problem
 from ..models import Item, Session
-from ..storage import DjangoTierStore
-from .compaction import compact_session, queue_for
-from .embedding import embed_quietly, schedule_embedding
-from .jobs import enqueue_compaction
+from ..storage import DjangoTierStore, lookups
+from .compaction import compact_overflow, queue_for
+from .embedding import schedule_embedding
+from .pins import check_pins
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +34,8 @@ class NewItem:
     # Who said it, and when it happened (None: now, its arrival).
     name: str = ""
     occurred_at: datetime | None = None
+    # Kept verbatim in the prompt view until unpinned (services.pins); history items only.
+    pinned: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +67,11 @@ def _check_item(item: NewItem, index: int | None = None) -> None:
     problem = meta_problem(item.meta)
     if problem:
         raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
+    if item.pinned and item.kind != "history":
+        raise Invalid(
+            f"{where}pinned must be false: a context item cannot be pinned (it never enters the prompt view)",
+            field=f"{where}pinned",
+        )
 
 
 def _text_bytes(item: NewItem) -> int:
@@ -114,8 +120,9 @@ def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
 def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
     """Append items in order, all or nothing; compact Y when an append overflows it.
 
-    Every item is validated before anything is written. Each item is mirrored in the database in
-    the transaction that acknowledges it, so an acknowledged item survives any crash.
+    Every item is validated before anything is written, and pinned items against the session's
+    cap (`pins.check_pins`: TooManyPins). Each item is mirrored in the database in the transaction
+    that acknowledges it, so an acknowledged item survives any crash.
     """
     for index, item in enumerate(items):
         _check_item(item, index if len(items) > 1 else None)
@@ -124,11 +131,26 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
     # Counted and hashed before the transaction: none of it needs the write lock.
     drafts = [
         queues[i.kind].draft(
-            i.role, i.text, protected=i.protected, meta=i.meta, name=i.name, occurred_at=i.occurred_at
+            i.role,
+            i.text,
+            protected=i.protected,
+            meta=i.meta,
+            name=i.name,
+            occurred_at=i.occurred_at,
+            pinned=i.pinned,
         )
         for i in items
     ]
+    pins = [
+        (draft.tokens, f"items[{index}].pinned" if len(items) > 1 else "pinned")
+        for index, draft in enumerate(drafts)
+        if draft.pinned
+    ]
     with transaction.atomic(), ExitStack() as batches:
+        if pins:
+            # Under the tiers' lock, which the appends below take anyway: no other pin takes the room.
+            lookups.tier_state(session.pk, "history", lock=True)
+            check_pins(session, pins)
         for queue in queues.values():
             # The rows are written together when the loop ends (or before a compaction reads them).
             batches.enter_context(cast(DjangoTierStore, queue.store).batched())
@@ -138,7 +160,7 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
             appended = queue.append_draft(draft)
             compaction = None
             if appended.needs_compaction:
-                compaction = _compact_now(session, queue)
+                compaction = compact_overflow(session, queue)
             history_turns += item.kind == "history"
             outcomes.append(
                 AppendOutcome(
@@ -154,15 +176,6 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
         for kind in queues:
             schedule_embedding(session, kind)
     return outcomes
-
-
-def _compact_now(session: Session, queue: TieredQueue) -> dict[str, Any] | None:
-    """Hand the compaction an append triggered to the worker, or run it inline (OTTO_COMPACTION)."""
-    if settings.OTTO_COMPACTION == "job":
-        return {"job_id": enqueue_compaction(session=session).id}
-    compact_session(session=session, kind=queue.kind, queue=queue)
-    transaction.on_commit(lambda: embed_quietly(session, queue.kind))
-    return None
 
 
 def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:

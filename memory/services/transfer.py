@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -19,13 +20,16 @@ from ottoweb.errors import Invalid, TooLarge
 from ..engine import tokens as tok
 from ..engine.hashing import content_hash
 from ..engine.types import KINDS, ROLES, Draft, meta_problem, name_problem, parse_moment, text_problem
+from ..engine.types import Bullet as EngineBullet
 from ..models import Bullet, Item, Session, TierState, offset_minutes
-from ..storage import DjangoTierStore
+from ..storage import DjangoTierStore, bullet_row
 from .jobs import enqueue_reembed
 from .sessions import check_session_id, create_session
 
 EXPORT_FORMAT = "ottoweb.session"
-# Version 2 added each turn's `name` and `occurred_at`; version 1 documents still import.
+# Version 2 added each turn's `name` and `occurred_at`; version 1 documents still import. Pins
+# (`pinned` on turns and bullets) and a bullet's `name` and `occurred_at` were added to version 2
+# as optional fields: a document without them imports with no pins, names or times.
 EXPORT_VERSION = 2
 
 
@@ -68,6 +72,7 @@ def export_session(session: Session) -> dict[str, Any]:
                 "hash": i.chunk.hash,
                 "text": i.chunk.text,
                 "protected": i.protected,
+                "pinned": i.pinned,
                 "name": i.name,
                 "occurred_at": i.when.isoformat(),
                 "meta": i.meta,
@@ -81,7 +86,10 @@ def export_session(session: Session) -> dict[str, Any]:
                 "hash_refs": list(b.hash_refs),
                 "generation": b.generation,
                 "protected": b.protected,
+                "pinned": b.pinned,
                 "role": b.role,
+                "name": b.name,
+                "occurred_at": b.when.isoformat() if b.when is not None else None,
                 "first_position": b.first_position,
             }
             for b in bullets
@@ -94,6 +102,7 @@ def export_session(session: Session) -> dict[str, Any]:
                 "role": i.role,
                 "hash": i.chunk.hash,
                 "protected": i.protected,
+                "pinned": i.pinned,
                 "name": i.name,
                 "occurred_at": i.when.isoformat(),
                 "meta": i.meta,
@@ -242,10 +251,10 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
             raise DocumentError(f"{path}.name", problem)
         when = _need(entry, path, "occurred_at", str, optional=True)
         if when is not None:
-            try:
-                entry["occurred_at"] = parse_moment(when)
-            except ValueError as exc:
-                raise DocumentError(f"{path}.occurred_at", str(exc)) from None
+            entry["occurred_at"] = _moment(when, f"{path}.occurred_at")
+        entry["pinned"] = bool(_need(entry, path, "pinned", bool, optional=True))
+        if entry["pinned"] and kind != "history":
+            raise DocumentError(f"{path}.pinned", "a context item cannot be pinned")
 
     for n, entry in enumerate(_list(document, "pending")):
         path = f"pending[{n}]"
@@ -277,7 +286,51 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         role = _need(bullet, path, "role", str)
         if role and role not in ROLES:
             raise DocumentError(f"{path}.role", f"must be empty or one of {', '.join(ROLES)}")
+        # Optional, as on turns (a document written before pins has none of the three); a summary
+        # line has no name and may have no time (null).
+        bullet["pinned"] = bool(_need(bullet, path, "pinned", bool, optional=True))
+        name = _need(bullet, path, "name", str, optional=True) or ""
+        problem = name_problem(name)
+        if problem:
+            raise DocumentError(f"{path}.name", problem)
+        bullet["name"] = name
+        when = bullet.get("occurred_at")
+        if when is not None:
+            bullet["occurred_at"] = _moment(_need(bullet, path, "occurred_at", str), f"{path}.occurred_at")
+    _check_pins(document, texts)
     return document
+
+
+def _moment(value: str, path: str) -> datetime:
+    try:
+        return parse_moment(value)
+    except ValueError as exc:
+        raise DocumentError(path, str(exc)) from None
+
+
+def _check_pins(document: dict[str, Any], texts: dict[str, str]) -> None:
+    """The document's pinned turns within the cap a session holds them to (services.pins): at most
+    OTTO_MAX_PINS, holding at most the protected share of Y (the imported session's is the default)."""
+    cap = settings.OTTO_MAX_PINS
+    share = int(document["session"]["y_budget"] * settings.OTTO_PROTECTED_SHARE)
+    count = tokens = 0
+    for part in ("pending", "archive"):
+        for n, entry in enumerate(document[part]):
+            if not entry["pinned"]:
+                continue
+            count += 1
+            tokens += tok.count_tokens(texts[entry["hash"]])
+            if count > cap:
+                raise DocumentError(
+                    f"{part}[{n}].pinned",
+                    f"is past the {cap} pinned turns a session may hold (OTTO_MAX_PINS)",
+                )
+            if tokens > share:
+                raise DocumentError(
+                    f"{part}[{n}].pinned",
+                    f"takes the pinned turns to {tokens:,} tokens, past the {share:,} of the session's "
+                    "protected share of Y (OTTO_PROTECTED_SHARE × y_budget)",
+                )
 
 
 def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]
@@ -324,6 +377,7 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
                 protected=entry["protected"],
                 tokens=chunk_of[h].tokens,
                 meta=entry["meta"],
+                pinned=entry["pinned"],
                 name=entry.get("name", ""),
                 occurred_at=when,
                 utc_offset=offset_minutes(when),
@@ -331,16 +385,21 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
             store.index_item(item, texts[h])
         Bullet.objects.bulk_create(
             [
-                Bullet(
-                    session=session,
-                    kind=b["kind"],
-                    generation=b["generation"],
-                    text=b["text"],
-                    hash_refs=b["hash_refs"],
-                    tokens=tok.count_tokens(b["text"]),
-                    first_position=b["first_position"],
-                    protected=b["protected"],
-                    role=b["role"],
+                bullet_row(
+                    session,
+                    b["kind"],
+                    EngineBullet(
+                        text=b["text"],
+                        hash_refs=tuple(b["hash_refs"]),
+                        generation=b["generation"],
+                        tokens=tok.count_tokens(b["text"]),
+                        first_position=b["first_position"],
+                        protected=b["protected"],
+                        role=b["role"] or None,
+                        pinned=b["pinned"],
+                        name=b["name"],
+                        occurred_at=b.get("occurred_at"),
+                    ),
                 )
                 for b in doc["bullets"]
             ]

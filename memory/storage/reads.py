@@ -50,7 +50,7 @@ def turn_rows(
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT i.position, i.role, c.text, c.hash, i.tokens, i.name, i.occurred_at, i.utc_offset, "
-            "i.meta FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
+            "i.meta, i.pinned FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({marks(wanted)}){within}",
             [session_pk, kind, *wanted, *params],
         )
@@ -66,8 +66,9 @@ def turn_rows(
                 occurred_at=local_time(moment(when), offset),
                 # SQLite hands JSON back as text; psycopg decodes it
                 meta=json.loads(meta) if isinstance(meta, str) else meta,
+                pinned=bool(pinned),
             )
-            for pos, role, text, h, tokens, name, when, offset, meta in cursor.fetchall()
+            for pos, role, text, h, tokens, name, when, offset, meta, pinned in cursor.fetchall()
         ]
 
 
@@ -187,7 +188,7 @@ def item_texts(item_ids: Sequence[int]) -> dict[int, str]:
         return {int(pk): text for pk, text in cursor.fetchall()}
 
 
-BULLET_FIELDS = ("id", "text", "hash_refs", "generation", "protected", "first_position", "tokens")
+BULLET_FIELDS = ("id", "text", "hash_refs", "generation", "protected", "pinned", "first_position", "tokens")
 
 
 def live_bullets(session_pk: int, kind: str, bullet_ids: Iterable[int]) -> list[dict[str, Any]]:
@@ -206,4 +207,5 @@ def live_bullets(session_pk: int, kind: str, bullet_ids: Iterable[int]) -> list[
         if isinstance(row["hash_refs"], str):  # SQLite hands JSON back as text; psycopg decodes it
             row["hash_refs"] = json.loads(row["hash_refs"])
         row["protected"] = bool(row["protected"])
+        row["pinned"] = bool(row["pinned"])
     return rows

@@ -94,11 +94,28 @@ def refusal(call) -> OttowebError:  # type: ignore[no-untyped-def]
     return raised.value
 
 
+def test_client_pins_and_unpins_a_turn(client):
+    client.create_session("pins", x_budget=40, y_budget=200)
+    first = client.append("pins", "assistant", "The gate code is 4417.", pinned=True)
+    client.append_batch(
+        "pins",
+        [{"role": "assistant", "text": f"Day {n}: tram 28 to Alfama, then the castle."} for n in range(30)],
+    )
+    pinned = client.context("pins")["bullets"]
+    unpinned = client.pin("pins", first["position"], pinned=False)
+    again = client.pin("pins", first["position"])
+
+    assert [(b["text"], b["pinned"]) for b in pinned if b["pinned"]] == [("The gate code is 4417.", True)]
+    assert (unpinned["position"], unpinned["pinned"], again["pinned"]) == (first["position"], False, True)
+    assert refusal(lambda: client.pin("pins", 999)).code == "not_found"
+
+
 def test_client_raises_one_error_type_with_code_and_detail_for_every_refusal(server):
     client = Ottoweb(server.url, server.manage("create_token", "erin").strip())  # a job queue of her own
     client.create_session("taken")
     client.reembed("taken")  # the one job allowed to wait (no worker runs it)
     client.create_session("jobs")
+    client.create_session("small", y_budget=100)  # pins may hold 50 tokens
 
     errors = {
         "unauthorized": refusal(lambda: Ottoweb(server.url, "otto_not-a-token").list_sessions()),
@@ -107,11 +124,12 @@ def test_client_raises_one_error_type_with_code_and_detail_for_every_refusal(ser
         "invalid": refusal(lambda: client.append("taken", "user", "   ")),
         "too_large": refusal(lambda: client.append("taken", "user", "x" * 300_000)),
         "too_many_jobs": refusal(lambda: client.reembed("jobs")),
+        "too_many_pins": refusal(lambda: client.append("small", "user", "Keep this. " * 30, pinned=True)),
         "unreachable": refusal(lambda: Ottoweb(f"http://127.0.0.1:{free_port()}", "t").list_sessions()),
     }
 
     assert {code: e.code for code, e in errors.items()} == {code: code for code in errors}
-    assert [errors[c].status for c in errors] == [401, 404, 409, 422, 413, 429, 0]
+    assert [errors[c].status for c in errors] == [401, 404, 409, 422, 413, 429, 409, 0]
     assert errors["not_found"].detail == "no session 'nobody'"
     assert errors["conflict"].detail == "session id 'taken' is taken"
     assert errors["invalid"].field == "text"

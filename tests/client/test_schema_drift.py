@@ -21,7 +21,7 @@ PREFIX = "/api/v1"
 COVERED_TAGS = {"sessions", "lessons", "scoped memory"}
 # A method argument the API spells otherwise; path arguments are not body or query fields.
 SPELLING = {"app_name": "appName", "conversation_id": "conversationId"}
-PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id"}
+PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id", "position"}
 
 
 @pytest.fixture(scope="module")

@@ -44,6 +44,7 @@ NOT_OBJECT_ROUTES = {"login/link/<str:uidb64>/<str:token>/", "^static/(?P<path>.
 API_BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/api/v1/sessions/{sid}/items"): {"role": "user", "text": "Bob writes here"},
     ("POST", "/api/v1/sessions/{sid}/items/batch"): {"items": [{"role": "user", "text": "Bob writes"}]},
+    ("POST", "/api/v1/sessions/{sid}/items/{position}/pin"): {"pinned": True},
     ("POST", "/api/v1/sessions/{sid}/recall"): {"query": "vault code", "match": "keyword"},
     ("POST", "/api/v1/sessions/{sid}/memory"): {"action": "reset", "mode": "all"},
     ("POST", "/api/v1/sessions/{sid}/reembed"): {},
@@ -84,6 +85,8 @@ def world(alice, bob):
         "token_id": str(token.pk),
         "learned_id": str(learned.pk),
         "note_id": str(note.pk),
+        # A turn's position is an object of the session only: Bob's lookup fails at the session.
+        "position": "0",
     }
     return values
 

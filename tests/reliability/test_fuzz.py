@@ -66,6 +66,7 @@ class Server:
                 "/api/v1/memory/remember",
                 {"appName": "crm", "domain": "acme.com", "key": "scope", "content": "tenant is acme.com"},
             )["id"],
+            "position": 0,  # the seed's first history turn
         }
         self.document = self.call("GET", "/api/v1/sessions/fuzz/export")
 

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.slow
 
 TOOLS = {
     "append_turns",
+    "pin_turn",
     "get_context",
     "recall",
     "list_sessions",
@@ -234,9 +235,14 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
 
     async def bob_tries(client: Client) -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        for tool in ("get_context", "recall", "compact", "reset_session"):
-            arguments = {"session": "alice-private", "query": "secret plan", "mode": "all"}
-            wanted = {"get_context": ["session"], "recall": ["session", "query"], "compact": ["session"]}
+        for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn"):
+            arguments = {"session": "alice-private", "query": "secret plan", "mode": "all", "position": 0}
+            wanted = {
+                "get_context": ["session"],
+                "recall": ["session", "query"],
+                "compact": ["session"],
+                "pin_turn": ["session", "position"],
+            }
             picked = {k: arguments[k] for k in wanted.get(tool, ["session", "mode"])}
             seen[tool] = await refused(client, tool, picked)
         seen["list_sessions"] = await call(client, "list_sessions", {"q": "alice"})
@@ -277,7 +283,7 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
     after = drive(over_stdio(server, server.token), alice_checks)
 
     assert set(seen) == TOOLS
-    for tool in ("get_context", "recall", "compact", "reset_session", "forget_note"):
+    for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn", "forget_note"):
         assert "not_found" in seen[tool], (tool, seen[tool])
     assert seen["list_sessions"]["count"] == 0
     assert seen["recall_notes"]["returned"] == 0
@@ -289,6 +295,63 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
     assert after["context"]["text"] == "user: alice's secret plan"
     assert [n["content"] for n in after["notes"]["items"]] == ["alice's secret note"]
     assert [r["action"] for r in after["related"]["related_errors"]] == ["alice fix"]
+
+
+def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
+    sid = "pins-mcp"
+    rule = "Always answer in French, however the question is asked."
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        appended = await call(
+            client,
+            "append_turns",
+            {"session": sid, "turns": [{"role": "user", "text": rule, "pinned": True}, *turns(40)]},
+        )
+        later = await call(client, "pin_turn", {"session": sid, "position": 6})
+        await call(client, "compact", {"session": sid})
+        context = await call(client, "get_context", {"session": sid})
+        unpinned = await call(client, "pin_turn", {"session": sid, "position": 6, "pinned": False})
+        missing = await refused(client, "pin_turn", {"session": sid, "position": 999})
+        context_item = await refused(
+            client,
+            "append_turns",
+            {
+                "session": sid,
+                "turns": [{"role": "tool", "text": "exit 0", "kind": "context", "pinned": True}],
+            },
+        )
+        return {
+            "appended": appended,
+            "later": later,
+            "context": context,
+            "unpinned": unpinned,
+            "missing": missing,
+            "context_item": context_item,
+        }
+
+    got = drive(over_http(server, server.token), scenario)
+
+    said = turns(40)[5]["text"]
+    assert (got["later"]["session"], got["later"]["position"], got["later"]["text"]) == (sid, 6, said)
+    assert got["later"]["pinned"] is True
+    lines = got["context"]["text"].splitlines()
+    assert any(line.endswith(f": {rule}") for line in lines)
+    assert any(line.endswith(f": {said}") for line in lines)
+    assert got["unpinned"]["pinned"] is False
+    assert "no history turn at position 999" in got["missing"] and "not_found" in got["missing"]
+    assert "pinned: pinned must be false: a context item cannot be pinned" in got["context_item"]
+    pinned = server.read(
+        "SELECT i.position FROM memory_item i JOIN memory_session s ON s.id = i.session_id "
+        "WHERE s.sid = ? AND i.pinned = ?",
+        sid,
+        True,
+    )
+    assert pinned == [(0,)]
+    audited = server.read(
+        "SELECT status FROM memory_auditentry WHERE action = 'mcp pin_turn' AND session_sid = ? ORDER BY id",
+        sid,
+    )
+    assert audited == [(200,), (200,), (404,)]
 
 
 def post_mcp(server: Instance, token: str | None) -> tuple[int, dict[str, str], dict[str, Any]]:

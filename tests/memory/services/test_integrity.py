@@ -1,5 +1,6 @@
-"""Issue 15, point 3: after every memory action every hash a live bullet cites resolves to a stored
-chunk, and export → import → export round-trips (the export is accepted by its own import)."""
+"""Issue 15, point 3: after every memory action (and every pin or unpin) every hash a live bullet
+cites resolves to a stored chunk, and export → import → export round-trips (the export is accepted
+by its own import)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory import services
-from memory.models import Bullet, Chunk, Session
+from memory.models import Bullet, Chunk, Item, Session
 from memory.services import NewItem
+from ottoweb.errors import NotFound, TooManyPins
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +31,19 @@ def dangling_refs(session: Session) -> set[str]:
     }
     stored = set(Chunk.objects.filter(session=session).values_list("hash", flat=True))
     return cited - stored
+
+
+def pins_out_of_view(session: Session) -> set[int]:
+    """Positions of pinned turns that are archived and held by no live pinned bullet."""
+    held = {
+        h
+        for refs in Bullet.objects.filter(session=session, superseded=False, pinned=True).values_list(
+            "hash_refs", flat=True
+        )
+        for h in refs
+    }
+    pinned = Item.objects.filter(session=session, kind="history", pinned=True, tier="a")
+    return {p for p, h in pinned.values_list("position", "chunk__hash") if h not in held}
 
 
 def volatile_free(document: dict) -> dict:
@@ -111,6 +126,53 @@ def test_every_memory_action_keeps_refs_resolving_and_export_round_tripping(alic
             session.refresh_from_db()
             exported, again = round_trips(session)
 
+            assert dangling_refs(session) == set(), action
+            assert again == exported, action
+    finally:
+        transaction.savepoint_rollback(sid)
+
+
+pin_step = st.one_of(
+    st.tuples(st.just("pin"), st.integers(0, 17), st.booleans()),
+    st.tuples(st.just("append"), st.sampled_from(["user", "assistant"]), st.sampled_from(TEXTS)),
+    st.tuples(st.just("compact")),
+    st.tuples(st.just("summary")),
+    st.tuples(st.just("reset"), st.just("summary")),
+)
+
+
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(steps=st.lists(pin_step, min_size=1, max_size=10))
+def test_pins_keep_every_pinned_turn_in_view_refs_resolving_and_export_round_tripping(alice, steps):
+    sid = transaction.savepoint()
+    try:
+        # Sixteen turns at x 30 / y 120: twelve archived, three in Y, one in X.
+        session = services.create_session(user=alice, sid="pins", x_budget=30, y_budget=120)
+        for n in range(16):
+            services.append_items(
+                session=session,
+                items=[NewItem(role="user" if n % 3 == 0 else "assistant", text=f"{TEXTS[n % 5]} ({n})")],
+            )
+        for action in steps:
+            if action[0] == "pin":
+                try:
+                    services.set_pinned(session=session, position=action[1], pinned=action[2])
+                except (NotFound, TooManyPins):
+                    pass  # no turn there, or past the cap: refused
+            elif action[0] == "append":
+                services.append_items(session=session, items=[NewItem(role=action[1], text=action[2])])
+            elif action[0] == "reset":
+                services.memory_action(session=session, action="reset", mode=action[1])
+            else:
+                services.memory_action(session=session, action=action[0])
+            session.refresh_from_db()
+            exported, again = round_trips(session)
+
+            assert pins_out_of_view(session) == set(), action
             assert dangling_refs(session) == set(), action
             assert again == exported, action
     finally:
