@@ -86,22 +86,24 @@ def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
 
 
 def _within_y(y_raw: list[Item], *, room: int) -> tuple[list[Item], list[Item]]:
-    """Y's raw turns that fit in `room` (the newest), and the older ones held back.
+    """Y's raw turns that fit in `room` (the pinned ones and the newest), and the others held back.
 
     Between the append that overflows Y and the compaction that shrinks it (a job the worker has
     not run yet, or a worker that is down), Y's raw turns would make the prompt view outgrow its
     budget. The oldest are held back instead: nothing is lost — they are stored, recall finds them,
-    and the compaction turns them into bullets — and the view stays within X + Y.
+    and the compaction turns them into bullets — and the view stays within X + Y. A pinned turn is
+    never held back: pins fit in the protected share, which the bullets' room already leaves.
     """
-    kept: list[Item] = []
-    spent = 0
+    spent = sum(row.tokens for row in y_raw if row.pinned)
+    shown: set[int] = {row.position for row in y_raw if row.pinned}
     for row in reversed(y_raw):
+        if row.pinned:
+            continue
         if spent + row.tokens > room:
             break
-        kept.append(row)
+        shown.add(row.position)
         spent += row.tokens
-    kept.reverse()
-    return kept, y_raw[: len(y_raw) - len(kept)]
+    return [r for r in y_raw if r.position in shown], [r for r in y_raw if r.position not in shown]
 
 
 def session_summary(session: Session) -> dict[str, Any]:

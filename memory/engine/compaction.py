@@ -199,15 +199,16 @@ def quote_excerpt(text: str, max_tokens: int) -> str:
 
 
 def is_quote(bullet: Bullet) -> bool:
-    """Whether the bullet cites a person's earlier words: excerpts of protected turns that left the
-    live view (not protected itself, so it can be merged; never shown to the summariser)."""
-    return not bullet.protected and bullet.role == "user"
+    """Whether the bullet quotes protected turns that left the live view — a person's earlier
+    words, or (rarely) a turn sent protected by another role: not protected itself, so it can be
+    merged with quotes of the same role; never shown to the summariser."""
+    return not bullet.protected and bool(bullet.role)
 
 
 def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
     half = MAX_MERGED_TOKENS // 2
-    quotes = a.role == b.role == "user"
-    # Two quotes of the person merge into a quote, whose instructions stay whole.
+    quotes = is_quote(a) and a.role == b.role
+    # Two quotes of one role merge into a quote, whose instructions stay whole.
     shorten = quote_excerpt if quotes else _excerpt
     text = f"{shorten(a.text, half)} / {shorten(b.text, half)}"
     refs = tuple(dict.fromkeys(a.hash_refs + b.hash_refs))
@@ -218,7 +219,7 @@ def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
         tokens=tok.count_tokens(text),
         first_position=min(a.first_position, b.first_position),
         # Anything but two quotes merges into a plain summary line.
-        role="user" if quotes else None,
+        role=a.role if quotes else None,
         name=a.name if a.name == b.name else "",
         occurred_at=min((t for t in (a.occurred_at, b.occurred_at) if t), default=None),
     )
@@ -237,9 +238,14 @@ def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[li
 
     while total() > target_tokens:
         free = [i for i, b in enumerate(bullets) if not b.protected]
-        if len(free) < 2:
+        # The oldest two of one kind: quotes of one role together, plain lines together.
+        pair = next(
+            ((i, j) for n, i in enumerate(free) for j in free[n + 1 :] if bullets[i].role == bullets[j].role),
+            None,
+        )
+        if pair is None:
             break
-        i, j = free[0], free[1]
+        i, j = pair
         merged = _merge(bullets[i], bullets[j], generation)
         bullets = [b for k, b in enumerate(bullets) if k not in (i, j)] + [merged]
         bullets.sort(key=lambda b: b.first_position)
@@ -413,8 +419,8 @@ def _earliest(times: Iterable[datetime | None]) -> datetime | None:
 
 
 def _quote(bullet: Bullet, generation: int) -> Bullet:
-    """A protected bullet leaving the view: the person's instructions whole, else the start of their
-    words, citing the turn."""
+    """A protected bullet leaving the view: the instructions of its words whole, else their start,
+    citing the turn; it keeps its role (the person's: "user")."""
     text = quote_excerpt(bullet.text, QUOTE_TOKENS)
     return replace(
         bullet,
@@ -423,7 +429,7 @@ def _quote(bullet: Bullet, generation: int) -> Bullet:
         tokens=tok.count_tokens(text),
         protected=False,
         pinned=False,
-        role="user",
+        role=bullet.role or "user",
     )
 
 

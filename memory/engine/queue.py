@@ -237,8 +237,14 @@ def render_view(view: View) -> str:
     for bullet in view.bullets:
         if bullet.protected:
             label, day = turn_label(bullet.role or "user", bullet.name, bullet.occurred_at, day)
+        elif is_quote(bullet):
+            label = (
+                QUOTE_LABEL
+                if bullet.role == "user"
+                else f"- earlier {bullet.role} words (excerpt; the full text is in memory): "
+            )
         else:
-            label = QUOTE_LABEL if is_quote(bullet) else "- "
+            label = "- "
         entries.append(render_entry(label, bullet.text))
     for item in (*view.y_raw, *view.x):
         label, day = turn_label(item.role, item.name, item.occurred_at, day)

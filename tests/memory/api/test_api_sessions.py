@@ -101,7 +101,9 @@ def test_append_answers_hash_kind_position(alice_api):
 
 def test_context_reads_bullets_then_y_then_x(alice_api):
     alice_api.post("/api/v1/sessions", {"id": "s", "x_budget": 20, "y_budget": 60})
+    # The last turn stays in X: only an X overflow moves X (and then compacts Y).
     texts = [f"Message number {n} talks about topic {n * 7} at some length here." for n in range(12)]
+    texts.append("Done.")
     for _n, text in enumerate(texts):
         alice_api.post("/api/v1/sessions/s/items", {"role": "assistant", "text": text})
 
@@ -117,7 +119,7 @@ def test_context_reads_bullets_then_y_then_x(alice_api):
         == context["tokens"]["bullets"] + context["tokens"]["y_raw"] + context["tokens"]["x"]
     )
     assert context["text"].splitlines()[0] == f"- {context['bullets'][0]['text']}"
-    assert context["text"].splitlines()[-1] == f"assistant: {texts[-1]}"
+    assert context["text"].splitlines()[-1] == f"assistant ({calendar_day(timezone.now())}): {texts[-1]}"
     assert context["budgets"] == {"x": 20, "y": 60}
 
 
