@@ -228,3 +228,14 @@ class Worker:
     def stop(self) -> None:
         terminate(self.process)  # a warm shutdown: Celery finishes the tasks it is running first
         self.log.close()
+
+
+def serve_with_worker(token: str) -> tuple[WebServer, Worker]:
+    """A web server (answering with `token` by default) and a worker beside it, on this data folder;
+    the server is stopped again when the worker cannot start."""
+    server = WebServer(token)
+    try:
+        return server, Worker()
+    except BaseException:
+        server.stop()
+        raise

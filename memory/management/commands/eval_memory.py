@@ -198,15 +198,10 @@ class _ApiPath:
 
     def __init__(self, user: Any, options: dict[str, Any]) -> None:
         from memory import services
-        from memory.evaluation.processes import WebServer, Worker
+        from memory.evaluation.processes import serve_with_worker
 
         self.options = options
-        self.server = WebServer(services.issue_token(user=user, name="eval-memory")[1])
-        try:
-            self.worker = Worker()
-        except BaseException:
-            self.server.stop()
-            raise
+        self.server, self.worker = serve_with_worker(services.issue_token(user=user, name="eval-memory")[1])
         self.model = ""
         self.sid = ""
 

@@ -150,16 +150,11 @@ class _ApiReader:
         from django.contrib.auth import get_user_model
 
         from memory import services
-        from memory.evaluation.processes import WebServer, Worker
+        from memory.evaluation.processes import serve_with_worker
 
         user, _ = get_user_model().objects.get_or_create(username="eval-view")
         self.each_sitting = options["each_sitting"]
-        self.server = WebServer(services.issue_token(user=user, name="eval-view")[1])
-        try:
-            self.worker = Worker()
-        except BaseException:
-            self.server.stop()
-            raise
+        self.server, self.worker = serve_with_worker(services.issue_token(user=user, name="eval-view")[1])
 
     def read(self, conv: locomo.Conversation, x: int, y: int) -> list[ev.Reading]:
         from memory.evaluation import locomo_api

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,3 +26,16 @@ def small_conversation(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("locomo") / "small.json"
     path.write_text(json.dumps([conv]))
     return path
+
+
+def run_manage(command: str, *args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`manage.py command args` in a subprocess, as a user runs it, with a data folder of its own."""
+    env = {"PATH": "/usr/bin:/bin", "OTTO_DATA_DIR": str(tmp_path / "caller")}
+    return subprocess.run(
+        [sys.executable, "manage.py", command, *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from memory.evaluation import locomo
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.memory.evaluation.conftest import run_manage
 
 pytestmark = pytest.mark.slow
 
 
 def run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "OTTO_DATA_DIR": str(tmp_path / "caller")}
-    return subprocess.run(
-        [sys.executable, "manage.py", "eval_memory", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_manage("eval_memory", *args, tmp_path=tmp_path)
 
 
 def test_eval_memory_prints_a_table_whose_totals_match(small_conversation, tmp_path):

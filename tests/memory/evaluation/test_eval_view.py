@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,8 +12,7 @@ import pytest
 
 from memory.evaluation import locomo
 from memory.evaluation import view as ev
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.memory.evaluation.conftest import run_manage
 
 
 def conversation() -> locomo.Conversation:
@@ -64,15 +62,7 @@ def test_the_baselines_are_the_newest_turns_that_fit_rendered_as_the_view_render
 
 
 def run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "OTTO_DATA_DIR": str(tmp_path / "caller")}
-    return subprocess.run(
-        [sys.executable, "manage.py", "eval_view", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    return run_manage("eval_view", *args, tmp_path=tmp_path)
 
 
 @pytest.mark.slow
