@@ -2,7 +2,7 @@
 
 - a session's summary and its live context: the documents the REST API and the MCP tools return;
 - what only the dashboard shows: tier fills, the generation timeline, the turns a bullet cites
-  and who said them when.
+  and who said them when, the pinned turns.
 
 Every write goes through `memory/services/`.
 """
@@ -348,6 +348,14 @@ def _sources(turns: list[tuple[int, str, datetime]]) -> Sources:
     times = [when for _, _, when in turns]
     # Compared as instants (offsets may differ), shown each in its own offset.
     return Sources(names, min(times), max(times))
+
+
+def pinned_turns(session: Session, kind: str = "history") -> list[Item]:
+    """The session's pinned turns in order, whatever their tier: in X, raw in Y, or archived (a
+    pinned bullet carries it). One query however many are pinned."""
+    return list(
+        Item.objects.of_kind(session, kind).filter(pinned=True).select_related("chunk").order_by("position")
+    )
 
 
 def live_turns(session: Session, tier: str, kind: str = "history") -> list[Item]:

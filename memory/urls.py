@@ -9,6 +9,7 @@ urlpatterns = [
     path("import/", sessions.import_view, name="session-import"),
     path("sessions/<str:sid>/", sessions.session_page, name="session"),
     path("sessions/<str:sid>/bullets/<int:bullet_id>/", sessions.bullet_turns, name="bullet-turns"),
+    path("sessions/<str:sid>/turns/<int:position>/pin/", sessions.pin_turn, name="turn-pin"),
     path("sessions/<str:sid>/compact/", sessions.compact, name="session-compact"),
     path("sessions/<str:sid>/reset/", sessions.reset, name="session-reset"),
     path("sessions/<str:sid>/export/", sessions.export, name="session-export"),

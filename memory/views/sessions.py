@@ -7,12 +7,13 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ottoweb.errors import ServiceError, TooLarge, TooManyJobs
+from ottoweb.errors import NotFound, ServiceError, TooLarge, TooManyJobs, TooManyPins
 from ottoweb.requests import HtmxRequest
 
 from .. import reads, services
@@ -23,6 +24,8 @@ from .common import changed, partial_target, session_for
 
 SESSIONS_PER_PAGE = 20
 TABS = ("summary", "compact", "reset")
+# The pin toggle's `pinned` field: pin, or unpin.
+PIN_VALUES = {"1": True, "0": False}
 
 
 # --- sessions list and import --------------------------------------------------------------------
@@ -83,6 +86,7 @@ def _recall_context(request: HtmxRequest, session: Session) -> dict[str, Any]:
 def _tab_context(session: Session, tab: str, request: HtmxRequest) -> dict[str, Any]:
     if tab == "summary":
         return {
+            "pinned_turns": reads.pinned_turns(session),
             "bullets": reads.summary_bullets(session),
             "y_turns": reads.live_turns(session, TIER_Y),
             "x_turns": reads.live_turns(session, TIER_X),
@@ -120,6 +124,9 @@ def session_page(request: HtmxRequest, sid: str) -> HttpResponse:
     if target == "compact-preview":
         context.update(tiers=reads.tiers(session), **_compact_context(session))
         return render(request, "memory/session.html#compact-preview", context)
+    if target == "pinned-turns":
+        context.update(pinned_turns=reads.pinned_turns(session))
+        return render(request, "memory/session.html#pinned-turns", context)
     context.update(tiers=reads.tiers(session), **_tab_context(session, tab, request))
     if target == "memory-tabs":
         return render(request, "memory/session.html#memory-tabs", context)
@@ -140,6 +147,51 @@ def bullet_turns(request: HtmxRequest, sid: str, bullet_id: int) -> HttpResponse
     if request.htmx:
         return render(request, "memory/bullet.html#cited", context)
     return render(request, "memory/bullet.html", context)
+
+
+def _back(request: HtmxRequest, session: Session) -> str:
+    """Where a plain form goes back to: the page it was sent from (its `next`), if on this site."""
+    back = request.POST.get("next", "")
+    if back.startswith("/") and url_has_allowed_host_and_scheme(
+        back, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return back
+    return reverse("session", args=[session.sid])
+
+
+@require_POST
+@login_required
+def pin_turn(request: HtmxRequest, sid: str, position: int) -> HttpResponse:
+    """Pin (`pinned=1`) or unpin (`pinned=0`) the history turn at `position`, through the one
+    service. htmx gets the turn's toggle, swapped out of band into every copy of it on the page
+    (a turn may be shown in its tier, among the pinned turns and in a recall hit); a plain form
+    goes back to the page it came from. A pin past the session's cap writes nothing and says why."""
+    session = session_for(request, sid)
+    pinned = PIN_VALUES.get(request.POST.get("pinned", ""))
+    if pinned is None:
+        return HttpResponseBadRequest("pinned must be 1 (pin) or 0 (unpin)", content_type="text/plain")
+    back = _back(request, session)
+    context: dict[str, Any] = {"session": session, "position": position, "back": back, "oob": True}
+    try:
+        item = services.set_pinned(session=session, position=position, pinned=pinned)
+    except NotFound as exc:
+        raise Http404(exc.detail) from exc
+    except TooManyPins as exc:
+        if request.htmx:
+            context.update(pinned=False, pin_error=exc.detail)
+            return render(request, "components/_pin.html", context, status=422)
+        messages.error(request, f"Turn #{position} was not pinned: {exc.detail}")
+        return redirect(back)
+    if request.htmx:
+        context.update(pinned=item.pinned)
+        return changed(render(request, "components/_pin.html", context))
+    messages.success(
+        request,
+        f"Pinned turn #{position}: it stays verbatim in the prompt view until unpinned."
+        if item.pinned
+        else f"Unpinned turn #{position}.",
+    )
+    return redirect(back)
 
 
 @require_POST

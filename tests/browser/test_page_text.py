@@ -57,6 +57,9 @@ def test_no_dashboard_page_shows_template_syntax(browser: Browser, live: Live):
     live.api(
         "POST", f"/sessions/{sid}/items", {"role": "tool", "kind": "context", "text": "df: /var 97% full"}
     )
+    # A turn pinned in X and one archived (a pinned bullet): the Summary tab lists them.
+    for position in (23, 4):
+        live.api("POST", f"/sessions/{sid}/items/{position}/pin", {"pinned": True})
     bullet = live.api("GET", f"/sessions/{sid}/context")["bullets"][0]["id"]  # type: ignore[index]
     job = live.api("POST", f"/sessions/{sid}/reembed")["job_id"]  # type: ignore[index]
     live.api(

@@ -14,7 +14,7 @@ from django.test import Client
 
 from lessons.models import ErrorRecord
 from memory import services
-from memory.models import ApiToken, Bullet, Job, Session
+from memory.models import ApiToken, Bullet, Item, Job, Session
 
 from .conftest import say
 
@@ -61,6 +61,7 @@ def post_urls(world) -> list[tuple[str, dict]]:
         ("/sessions/plans/compact/", {"background": "1"}),
         ("/sessions/plans/reset/", {"mode": "all"}),
         ("/sessions/plans/reembed/", {}),
+        ("/sessions/plans/turns/11/pin/", {"pinned": "1"}),
         ("/sessions/plans/delete/", {}),
         ("/account/", {"name": "new"}),
         (f"/account/tokens/{world['token'].pk}/revoke/", {}),
@@ -76,6 +77,7 @@ def state(world) -> dict:
     return {
         "sessions": list(Session.objects.values_list("sid", "turns")),
         "bullets": Bullet.objects.count(),
+        "pins": Item.objects.filter(pinned=True).count(),
         "jobs": Job.objects.count(),
         "tokens": list(ApiToken.objects.values_list("name", "revoked_at")),
         "lesson": lesson,

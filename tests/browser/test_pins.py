@@ -1,0 +1,78 @@
+"""Issue 25, items 5 and 6, in Chromium: a turn pinned and unpinned from the session page, the Summary
+tab's pinned turns following without a reload."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import Live, shot
+from .test_page_text import said_turns
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def test_pin_a_turn_see_it_among_the_pinned_turns_then_unpin_it(page: Page, live: Live):
+    sid = live.new_id("pins")
+    turns = said_turns(12)
+    live.make_session(sid, title="Pinned turns", turns=turns, x=400, y=2000)
+    memory: dict = live.api("GET", f"/sessions/{sid}/context")  # type: ignore[assignment]
+    target = next(t for t in memory["x"] if t["name"])  # the oldest named turn in X
+    page.goto(f"{live.url}/sessions/{sid}/?tab=summary")
+    pinned = page.locator("#pinned-turns")
+    expect(pinned).to_contain_text("No pinned turns.")
+    # Anything htmx does keeps this page; a reload would start a new one without the mark.
+    page.evaluate("window.__samePage = true")
+
+    page.locator("details.tier-list > summary", has_text="recent turn").click()
+    in_x = page.locator("details.tier-list[open] li.turn").filter(has_text=target["text"])
+    in_x.get_by_role("button", name="Pin").click()
+
+    # The toggle turns into Unpin, and the turn appears among the pinned turns, who and when kept.
+    expect(in_x.get_by_role("button", name="Unpin")).to_be_visible()
+    expect(in_x.locator(".pin-tag")).to_have_text("pinned")
+    expect(pinned.locator("li.turn")).to_have_count(1)
+    entry = pinned.locator("li.turn")
+    expect(entry.locator(".pos")).to_have_text(f"#{target['position']}")
+    expect(entry.locator(".turn-text")).to_have_text(target["text"])
+    expect(entry.locator(".tier-tag")).to_have_text("in X")
+    said = turns[target["position"]]
+    expect(entry.locator(".name")).to_have_text(said["name"])
+    expect(entry.locator("time.when")).to_have_attribute("datetime", said["occurred_at"])
+    expect(pinned.locator(".count")).to_have_text("1")
+    assert page.evaluate("window.__samePage") is True
+    view: dict = live.api("GET", f"/sessions/{sid}/context")  # type: ignore[assignment]
+    assert [t["position"] for t in view["x"] if t["pinned"]] == [target["position"]]
+    shot(page, "28-pinned-turn")
+
+    entry.get_by_role("button", name="Unpin").click()
+
+    expect(pinned.locator("li.turn")).to_have_count(0)
+    expect(pinned).to_contain_text("No pinned turns.")
+    # The copy of the toggle in X follows the one clicked among the pinned turns.
+    expect(in_x.get_by_role("button", name="Pin")).to_be_visible()
+    expect(in_x.locator(".pin-tag")).to_have_count(0)
+    assert page.evaluate("window.__samePage") is True
+    view = live.api("GET", f"/sessions/{sid}/context")  # type: ignore[assignment]
+    assert [t["position"] for t in view["x"] if t["pinned"]] == []
+
+
+def test_a_pin_past_the_cap_is_refused_beside_its_toggle(page: Page, live: Live):
+    sid = live.new_id("pin-cap")
+    long = "Please remember every step of this checklist, in order. " * 20  # over the protected share
+    live.make_session(sid, title="Too long to pin", turns=[{"role": "user", "text": long}], x=2000, y=200)
+    page.goto(f"{live.url}/sessions/{sid}/?tab=summary")
+    page.evaluate("window.__samePage = true")
+
+    page.locator("details.tier-list > summary", has_text="recent turn").click()
+    turn = page.locator("details.tier-list[open] li.turn").first
+    turn.get_by_role("button", name="Pin").click()
+
+    expect(turn.get_by_role("alert")).to_contain_text("pinned turns may hold at most 100 tokens")
+    expect(turn.get_by_role("button", name="Pin")).to_be_visible()
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(0)
+    assert page.evaluate("window.__samePage") is True
+    view: dict = live.api("GET", f"/sessions/{sid}/context")  # type: ignore[assignment]
+    assert [t["pinned"] for t in view["x"]] == [False]
+    turn.scroll_into_view_if_needed()
+    shot(page, "29-pin-refused", full=False)
