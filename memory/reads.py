@@ -46,7 +46,8 @@ def bullet_dict(row: Bullet) -> dict[str, Any]:
         "generation": row.generation,
         "protected": row.protected,
         "pinned": row.pinned,
-        "quote": not row.protected and row.role == "user",
+        # A quote of protected turns that left the view: the person's ("user"), or another role's.
+        "quote": not row.protected and bool(row.role),
     }
 
 
@@ -92,7 +93,8 @@ def _within_y(y_raw: list[Item], *, room: int) -> tuple[list[Item], list[Item]]:
     not run yet, or a worker that is down), Y's raw turns would make the prompt view outgrow its
     budget. The oldest are held back instead: nothing is lost — they are stored, recall finds them,
     and the compaction turns them into bullets — and the view stays within X + Y. A pinned turn is
-    never held back: pins fit in the protected share, which the bullets' room already leaves.
+    never held back: when the pinned turns alone do not fit beside the bullets, the view is over
+    budget (the context says so) until the compaction carries them.
     """
     spent = sum(row.tokens for row in y_raw if row.pinned)
     shown: set[int] = {row.position for row in y_raw if row.pinned}
@@ -320,21 +322,33 @@ class Sources:
         return self.first is not None and self.last is not None and self.first.date() != self.last.date()
 
 
+CITED_BATCH = 10_000
+
+
 def summary_bullets(session: Session, kind: str = "history") -> list[tuple[Bullet, Sources]]:
     """The live bullets in summary order, each with the speakers and times of the turns it cites.
 
-    Two queries whatever the number of bullets: the bullets, then the name and time of every turn
-    any of them cites.
+    Two queries whatever the number of bullets (one more per CITED_BATCH cited turns): the
+    bullets, then the name and time of every turn any of them cites. A text said twice is one
+    chunk: its archived turns are the ones cited, so a later turn still live that repeats it (a
+    "Thanks!") is not taken for a source.
     """
     bullets = list(Bullet.objects.of_kind(session, kind).live().order_by("first_position", "id"))
-    refs = {h for b in bullets for h in b.hash_refs}
-    said: dict[str, list[tuple[int, str, datetime]]] = {}
-    if refs:
-        rows = Item.objects.filter(session=session, kind=kind, chunk__hash__in=refs).values_list(
-            "chunk__hash", "position", "name", "occurred_at", "utc_offset"
+    refs = list({h for b in bullets for h in b.hash_refs})
+    found: dict[str, list[tuple[bool, int, str, datetime]]] = {}
+    turns = Item.objects.of_kind(session, kind)
+    # In batches: one IN list of every hash would pass SQLite's limit on a query's parameters.
+    for start in range(0, len(refs), CITED_BATCH):
+        rows = turns.filter(chunk__hash__in=refs[start : start + CITED_BATCH]).values_list(
+            "chunk__hash", "tier", "position", "name", "occurred_at", "utc_offset"
         )
-        for h, position, name, occurred_at, offset in rows:
-            said.setdefault(h, []).append((position, name, local_time(occurred_at, offset)))
+        for h, tier, position, name, occurred_at, offset in rows:
+            found.setdefault(h, []).append(
+                (tier == TIER_ARCHIVED, position, name, local_time(occurred_at, offset))
+            )
+    said = {
+        h: [turn[1:] for turn in rows if turn[0]] or [turn[1:] for turn in rows] for h, rows in found.items()
+    }
     return [
         (b, _sources([turn for h in dict.fromkeys(b.hash_refs) for turn in said.get(h, ())])) for b in bullets
     ]

@@ -29,8 +29,8 @@ REABSTRACT = True
 EXCERPT_TOKENS = 48
 # No single non-protected bullet grows past this when the engine has to merge bullets itself.
 MAX_MERGED_TOKENS = 120
-# Words of a person's turn that leaves the live view kept in the bullet citing it: its start, where
-# a request usually says what it is about; the turn itself stays verbatim in the store.
+# Words of a person's turn that leaves the live view kept in the bullet citing it (`quote_excerpt`):
+# its instructions whole, then its start; the turn itself stays verbatim in the store.
 QUOTE_TOKENS = 32
 # The bullets citing the person's earlier words fill at most this share of the compaction target.
 QUOTE_FRACTION = 0.25
@@ -166,6 +166,7 @@ def quote_excerpt(text: str, max_tokens: int) -> str:
     if not said:
         return ""
     instructions = [i for i, s in enumerate(said) if is_instruction(s)]
+    instructing = set(instructions)
     kept: list[int] = []
     spent = 0
     for i in instructions:
@@ -178,7 +179,7 @@ def quote_excerpt(text: str, max_tokens: int) -> str:
         if cost <= INSTRUCTION_REACH * max_tokens:
             kept, spent = [instructions[0]], cost
     for i in range(len(said)):
-        if i in instructions:
+        if i in instructing:
             continue
         cost = tok.count_tokens(said[i]) + 1
         if spent + cost > max_tokens:
@@ -229,32 +230,39 @@ def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[li
     """Merge the oldest non-protected bullets until the generation fits `target_tokens`.
 
     This is the engine's own guarantee that compaction shrinks Y whatever the summariser did;
-    merging keeps every hash ref, so nothing becomes unreachable.
+    merging keeps every hash ref, so nothing becomes unreachable. `bullets` are in time order; the
+    oldest free bullet absorbs the next one of its kind (quotes of one role together, plain lines
+    together), so the order holds without sorting again.
     """
+    bullets = list(bullets)
+    total = sum(b.tokens for b in bullets)
     merges = 0
-
-    def total() -> int:
-        return sum(b.tokens for b in bullets)
-
-    while total() > target_tokens:
-        free = [i for i, b in enumerate(bullets) if not b.protected]
-        # The oldest two of one kind: quotes of one role together, plain lines together.
-        pair = next(
-            ((i, j) for n, i in enumerate(free) for j in free[n + 1 :] if bullets[i].role == bullets[j].role),
-            None,
-        )
-        if pair is None:
-            break
-        i, j = pair
+    i = 0
+    while total > target_tokens and i < len(bullets):
+        role = bullets[i].role
+        j = None
+        if not bullets[i].protected:
+            j = next(
+                (
+                    k
+                    for k in range(i + 1, len(bullets))
+                    if not bullets[k].protected and bullets[k].role == role
+                ),
+                None,
+            )
+        if j is None:
+            i += 1
+            continue
         merged = _merge(bullets[i], bullets[j], generation)
-        bullets = [b for k, b in enumerate(bullets) if k not in (i, j)] + [merged]
-        bullets.sort(key=lambda b: b.first_position)
+        total += merged.tokens - bullets[i].tokens - bullets[j].tokens
+        bullets[i] = merged
+        del bullets[j]
         merges += 1
-    if total() > target_tokens:
+    if total > target_tokens:
         free = [i for i, b in enumerate(bullets) if not b.protected]
         if free:
             only = bullets[free[0]]
-            room = max(8, target_tokens - (total() - only.tokens))
+            room = max(8, target_tokens - (total - only.tokens))
             text = quote_excerpt(only.text, room) if is_quote(only) else _excerpt(only.text, room)
             bullets[free[0]] = replace(only, text=text, generation=generation, tokens=tok.count_tokens(text))
     return bullets, merges
@@ -321,7 +329,7 @@ def plan_compaction(
         elif is_quote(bullet) and protect:
             quotes.append(_regenerate(bullet, generation))
         elif reabstract:
-            source = SourceItem(len(sources) + 1, "bullet", bullet.text)
+            source = SourceItem(len(sources) + 1, "bullet", bullet.text, occurred_at=bullet.occurred_at)
             sources.append((source, bullet.hash_refs, bullet.first_position, bullet))
         else:
             passthrough.append(_regenerate(bullet, generation))
@@ -347,11 +355,14 @@ def plan_compaction(
 
     if protected_target is not None and protect:
         leaving = _leaving(protected, protected_target)
-        protected = [b for b in protected if not any(b is gone for gone in leaving)]
+        gone = {id(b) for b in leaving}
+        protected = [b for b in protected if id(b) not in gone]
         quotes += [_quote(b, generation) for b in leaving]
-        quotes, merged = _fit(
-            sorted(quotes, key=lambda b: b.first_position), int(target_tokens * QUOTE_FRACTION), generation
-        )
+        # Quotes fill what the verbatim turns leave of the target, at most QUOTE_FRACTION of it: a
+        # share near 1 leaves them little, and the generation still fits Y.
+        kept = sum(b.tokens for b in protected)
+        room = min(int(target_tokens * QUOTE_FRACTION), max(0, target_tokens - kept))
+        quotes, merged = _fit(sorted(quotes, key=lambda b: b.first_position), room, generation)
         result.merged += merged
     protected.sort(key=lambda b: b.first_position)
     free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))

@@ -18,7 +18,7 @@ from typing import Any
 from . import tokens as tok
 from .compaction import REABSTRACT, CompactionResult, Summarizer, is_quote, plan_compaction
 from .hashing import content_hash
-from .types import Draft, Item, TierStore, View, calendar_day
+from .types import Bullet, Draft, Item, TierStore, View, calendar_day
 
 # After a compaction the bullets fill at most this share of Y, and the newest raw turns of Y up to
 # RAW_FRACTION of it stay raw (the next compaction takes them), leaving a tenth of Y to grow into.
@@ -155,31 +155,46 @@ class TieredQueue:
         if include_x and self.store.items(self.kind, "x"):
             self.store.move_x_to_y(self.kind)
         totals = self.store.totals(self.kind)
-        snapshot = self.store.items(self.kind, "y") if raw else []
-        if not force:
-            # The newest of Y stay raw (a manual compaction takes everything).
-            room, keep = int(self.y_budget * RAW_FRACTION), 0
-            while keep < len(snapshot) and room >= snapshot[-1 - keep].tokens:
-                room -= snapshot[-1 - keep].tokens
-                keep += 1
-            snapshot = snapshot[: len(snapshot) - keep]
+        everything = self.store.items(self.kind, "y") if raw else []
         prior = self.store.live_bullets(self.kind)
+        # Y over budget with only its newest raw turns: they go too.
+        snapshot = everything if force else (self._older_part(everything) or everything)
+        if not force and raw and not snapshot:
+            # No raw turn at all: bullets alone over Y are protected turns and the quotes of them,
+            # which another round would only rewrite.
+            return None
         if not snapshot and not any(not b.protected for b in prior):
             return None
-        result = plan_compaction(
-            snapshot,
+        result = self._summarise(snapshot, prior, totals.generation + 1)
+        kept = sum(i.tokens for i in everything[len(snapshot) :])
+        if kept and sum(b.tokens for b in result.bullets) + kept > self.y_budget:
+            # The raw turns kept back would leave Y full (a protected share near 1): they go too.
+            snapshot = everything
+            result = self._summarise(snapshot, prior, totals.generation + 1)
+        return Plan(
+            base_generation=totals.generation, positions=[i.position for i in snapshot], result=result
+        )
+
+    def _older_part(self, y_raw: list[Item]) -> list[Item]:
+        """Y's raw turns but the newest, which stay raw up to RAW_FRACTION of Y."""
+        room, keep = int(self.y_budget * RAW_FRACTION), 0
+        while keep < len(y_raw) and room >= y_raw[-1 - keep].tokens:
+            room -= y_raw[-1 - keep].tokens
+            keep += 1
+        return y_raw[: len(y_raw) - keep]
+
+    def _summarise(self, raw: list[Item], prior: list[Bullet], generation: int) -> CompactionResult:
+        return plan_compaction(
+            raw,
             prior,
             self.summarize,
-            generation=totals.generation + 1,
+            generation=generation,
             target_tokens=int(self.y_budget * TARGET_FRACTION),
             protect=self.protect,
             reabstract=self.reabstract,
             protected_target=None
             if self.protected_share is None
             else int(self.y_budget * self.protected_share),
-        )
-        return Plan(
-            base_generation=totals.generation, positions=[i.position for i in snapshot], result=result
         )
 
     def commit(self, plan: Plan) -> Compacted:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import re
 
-# Sentence ends: ., ! or ? followed by space, or a line break. A period inside "e.g." or "4.2" is
-# followed by no space or by a lower-case word, which this split tolerates (a short cut is harmless).
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’&.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+# Sentence ends: ., ! or ? followed by space and anything but a lower-case ASCII letter (a period
+# inside "e.g. the" or "4.2" does not end one; a short cut elsewhere is harmless); 。！？ (which
+# need no space after them); a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[^\W_a-z])|(?<=[。！？])\s*|\n+")
+# A word: letters and digits of any script, with inner apostrophes, dots, hyphens ("Zürich", "4.2").
+_WORD = re.compile(r"[^\W_](?:[\w'’&.-]*[^\W_])?")
 
 
 def sentences(text: str) -> list[str]:
@@ -45,7 +47,7 @@ _MARKERS: tuple[tuple[str, float], ...] = (
     (r"(?:^|please |and |also |just )remember|remember (?:to|that)", 2.5),
     # a restriction: "Spanish only.", "only ever", "cash only"
     (r"only(?=\s*[.!]?\s*$)|only ever|nothing but", 2.5),
-    (r"should(?:n['’]t| not)?|ought to|need(?:s)? to|ha(?:ve|s) to|only ever|under any", 2.0),
+    (r"should(?:n['’]t| not)?|ought to|need(?:s)? to|ha(?:ve|s) to|under any", 2.0),
     # preferences
     (r"prefer(?:s|red|ably)?|i['’]d rather|i would rather|i hate it when|i don['’]t want|i do not want", 2.5),
     # limits, deadlines, fixed facts
@@ -84,8 +86,11 @@ _LIMIT = re.compile(
 _SCOPE = re.compile(
     r"\b(?:every|all|any|each|anything|everything|nothing|none|whenever|only)\b", re.IGNORECASE
 )
+# A figure starts only where a run of digits starts, and is read for at most 24 characters: on a
+# run of 10^5 digits an unanchored, unbounded `\d[\d,.]*` tries every digit to the run's end.
 _AMOUNT = re.compile(
-    r"[$€£¥]\s?\d|\d[\d,.]*\s?(?:%|percent|euros?|dollars?|pounds?|usd|eur|gbp|k\b|m\b)", re.IGNORECASE
+    r"[$€£¥]\s?\d|(?<![\d,.])\d[\d,.]{0,24}\s?(?:%|percent|euros?|dollars?|pounds?|usd|eur|gbp|k\b|m\b)",
+    re.IGNORECASE,
 )
 
 # Verbs that open an imperative sentence ("Use British spelling …", "Copy Priya on …").

@@ -23,7 +23,7 @@ How it chooses, within the room it is given (`budget`, in tokens):
 from __future__ import annotations
 
 import re
-from collections import Counter
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,11 +47,14 @@ FLOOR = 0.5
 
 DOT = " · "
 
-# Openers that carry nothing: interjections, thanks and a name called out ("Hey Mel! ").
+# Openers that carry nothing: interjections, thanks, and a name called out before punctuation
+# ("Hey Mel! "). A word that can also start a sentence's content ("So Caroline moved …", "No Bob
+# did not …", "Great Barrier Reef …") counts only with punctuation after it.
 _OPENER = re.compile(
-    r"^(?:(?i:hey|hi|hello|wow|whoa|oh|ah|aw+|yay|yeah|yes|yep|yup|no|nah|ok|okay|well|so|hmm+|"
-    r"haha|lol|omg|cool|great|nice|awesome|amazing|sure|right|totally|absolutely|definitely|"
-    r"honestly|actually|thanks|thank you|congrats|congratulations)(?:\s+[A-Z][a-z]+)?(?:[\s,!.…-]+|$))+"
+    r"^(?:(?:(?i:hey|hi|hello|wow|whoa|oh|ah|aw+|yay|haha|lol|omg|hmm+|thanks|thank you|congrats|"
+    r"congratulations)(?:\s+[A-Z]\w*(?=[,!.…]))?(?:[\s,!.…-]+|$))"
+    r"|(?:(?i:yeah|yes|yep|yup|no|nah|ok|okay|well|so|cool|great|nice|awesome|amazing|sure|right|"
+    r"totally|absolutely|definitely|honestly|actually)(?:\s+[A-Z]\w*)?[,!.…]+(?:\s+|$)))+"
 )
 _CLAUSE = re.compile(r"[,;:]\s+|\s+(?:-|–|—)\s+")
 
@@ -97,7 +100,7 @@ def _speaker(item: SourceItem) -> str:
 _RELATIVE = re.compile(
     r"\b(yesterday|last night|tomorrow|last (?:week|weekend|month|year)|next (?:week|month|year)|"
     r"(?:last|this past) (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"(\d+|two|three|four|five|six) days ago)\b(?! \()",
+    r"(\d{1,5}|two|three|four|five|six) days ago)\b(?! \()",
     re.IGNORECASE,
 )
 _WEEKDAYS = "monday tuesday wednesday thursday friday saturday sunday".split()
@@ -110,6 +113,12 @@ def _dated(text: str, when: datetime | None) -> str:
         return text
 
     def date(m: re.Match[str]) -> str:
+        try:
+            return f"{m.group(0)} ({resolve(m)})"
+        except (OverflowError, ValueError):  # a day before year 1 or after 9999: left undated
+            return m.group(0)
+
+    def resolve(m: re.Match[str]) -> str:
         phrase = m.group(1).lower()
         if phrase in ("yesterday", "last night"):
             resolved = calendar_day(when - timedelta(days=1))
@@ -133,7 +142,7 @@ def _dated(text: str, when: datetime | None) -> str:
         else:  # last <weekday>: the latest such day before `when`
             back = (when.weekday() - _WEEKDAYS.index(phrase.split()[-1])) % 7 or 7
             resolved = calendar_day(when - timedelta(days=back))
-        return f"{m.group(0)} ({resolved})"
+        return resolved
 
     return _RELATIVE.sub(date, text)
 
@@ -154,11 +163,24 @@ def _parts_of_turn(item: SourceItem, order: int, people: frozenset[str]) -> list
     return parts
 
 
-@lru_cache(maxsize=16_384)
 def _measure(text: str, people: frozenset[str]) -> tuple[float, int]:
-    """A part's worth and its tokens. Kept: an earlier bullet's parts are read back and measured
-    again at every compaction."""
+    """A part's worth and its tokens. Short parts' are kept (`_measured`): an earlier bullet's parts
+    are read back and measured again at every compaction; a long one (a foreign bullet, say) is not
+    worth the memory."""
+    if len(text) > 2_000:
+        return fact_score(text, people), tok.count_tokens(text)
+    return _measured(text, people)
+
+
+@lru_cache(maxsize=16_384)
+def _measured(text: str, people: frozenset[str]) -> tuple[float, int]:
     return fact_score(text, people), tok.count_tokens(text)
+
+
+@lru_cache(maxsize=1_024)
+def _label_tokens(speaker: str) -> int:
+    """What naming a speaker in a bullet costs (" · Caroline: "); a part is charged it in full."""
+    return tok.count_tokens(f"{DOT}{speaker}: ")
 
 
 _DAY = re.compile(r"^(\d{1,2} [A-Z][a-z]+ \d{4})" + re.escape(DOT))
@@ -185,26 +207,37 @@ def _parts_of_bullet(item: SourceItem, order: int, people: frozenset[str]) -> li
     return parts
 
 
+def _cost(part: Part) -> int:
+    return part.tokens + _label_tokens(part.speaker)
+
+
 def _choose(parts: Sequence[Part], budget: int) -> list[Part]:
-    """The best parts per token that fit `budget` (a label's few tokens counted with each), in time
-    order; at least the best one, so a summary is never empty."""
+    """The best parts per token that fit `budget` (each charged its speaker's label), in time
+    order; at least the best one, so a summary is never empty. A part whose content words are
+    DUPLICATE inside one already chosen is skipped."""
     chosen: list[Part] = []
-    # Which chosen parts hold each content word, to find a part already said in one pass.
+    said_by: list[frozenset[str]] = []
+    # Which chosen parts hold each content word. A part repeating a chosen one shares at least
+    # DUPLICATE of its words with it, so that one holds one of the part's rarest words: only
+    # their holders need comparing.
     holders: dict[str, list[int]] = {}
     spent = 0
-    for part in sorted(parts, key=lambda p: (-p.score / (p.tokens + 4), p.order)):
+    for part in sorted(parts, key=lambda p: (-p.score / _cost(p), p.order)):
         if chosen and part.score < FLOOR:
             break  # greetings and reactions: not worth their tokens, even with room to spare
-        cost = part.tokens + 4
+        cost = _cost(part)
         if chosen and spent + cost > budget:
             continue
         said = content_words(part.text)
-        shared = Counter(k for word in said for k in holders.get(word, ()))
-        if said and shared and max(shared.values()) >= DUPLICATE * len(said):
+        need = DUPLICATE * len(said)
+        rarest = sorted(said, key=lambda w: len(holders.get(w, ())))[: len(said) - int(need) + 1]
+        suspects = {k for word in rarest for k in holders.get(word, ())}
+        if any(len(said & said_by[k]) >= need for k in suspects):
             continue
         for word in said:
             holders.setdefault(word, []).append(len(chosen))
         chosen.append(part)
+        said_by.append(said)
         spent += cost
     return sorted(chosen, key=lambda p: p.order)
 
@@ -251,24 +284,31 @@ def extractive_summarize(items: Sequence[SourceItem], budget: int | None = None)
     for item in items:
         reader = _parts_of_bullet if item.role == "bullet" else _parts_of_turn
         parts += reader(item, len(parts), people)
-    if not parts:  # nothing but stop words: the first item stands for all
+    if not parts:  # nothing but stop words: the first item stands for all, still saying who and when
         first = items[0]
         text = _clean(" ".join(first.text.split()))
-        parts = [Part(text, "", _speaker(first), first.number, 0, 0.0, tok.count_tokens(text))]
+        day = calendar_day(first.occurred_at) if first.occurred_at and first.role != "bullet" else ""
+        parts = [Part(text, day, _speaker(first), first.number, 0, 0.0, tok.count_tokens(text))]
     if budget is None:
         budget = int(sum(tok.count_tokens(i.text) for i in items) * DEFAULT_SHARE)
     chosen = _choose(parts, budget)
     bullets = _lines(chosen)
-    # The labels' cost was estimated: while the bullets are over budget, the least dense part goes.
-    while len(chosen) > 1 and sum(tok.count_tokens(text) for text, _ in bullets) > budget:
-        chosen.remove(min(chosen, key=lambda p: (p.score / (p.tokens + 4), -p.order)))
+    # The days' labels were not charged: while over budget, the least dense parts covering the
+    # overshoot go, and the bullets are laid out again (a pass or two).
+    over = sum(tok.count_tokens(text) for text, _ in bullets) - budget
+    while len(chosen) > 1 and over > 0:
+        for part in sorted(chosen, key=lambda p: (p.score / _cost(p), -p.order)):
+            if over <= 0 or len(chosen) == 1:
+                break
+            chosen.remove(part)
+            over -= _cost(part)
         bullets = _lines(chosen)
+        over = sum(tok.count_tokens(text) for text, _ in bullets) - budget
     # Every item is cited by the bullet holding its nearest chosen part (the one before it, else after).
     firsts = [members[0].source for _, members in bullets]
     cited: list[list[int]] = [[] for _ in bullets]
     for item in items:
-        index = max((k for k, first in enumerate(firsts) if first <= item.number), default=0)
-        cited[index].append(item.number)
+        cited[max(0, bisect_right(firsts, item.number) - 1)].append(item.number)
     return "\n".join(
         f"- {text} [sources: {', '.join(map(str, numbers))}]"
         for (text, _), numbers in zip(bullets, cited, strict=True)

@@ -60,6 +60,8 @@ def export_session(session: Session) -> dict[str, Any]:
             "generation": generations.get("history", 0),
             "generations": {k: generations.get(k, 0) for k in KINDS},
             "embedding_model": session.embedding_model,
+            # The session's own share of Y for the person's words (null: the server's default).
+            "protected_share": session.protected_share,
             "created_at": session.created_at.isoformat(),
             "updated_at": session.updated_at.isoformat(),
         },
@@ -217,6 +219,12 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
                 f"session.generations.{kind}", "must be a non-negative integer of a known kind"
             )
     session["generations"] = generations
+    share = session.get("protected_share")
+    if share is not None and (
+        isinstance(share, bool) or not isinstance(share, int | float) or not 0.05 <= share <= 1.0
+    ):
+        raise DocumentError("session.protected_share", "must be null or a number between 0.05 and 1")
+    session["protected_share"] = None if share is None else float(share)
 
     texts: dict[str, str] = {}
     for n, chunk in enumerate(_list(document, "chunks")):
@@ -289,6 +297,9 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         # Optional, as on turns (a document written before pins has none of the three); a summary
         # line has no name and may have no time (null).
         bullet["pinned"] = bool(_need(bullet, path, "pinned", bool, optional=True))
+        if bullet["pinned"] and (bullet["kind"] != "history" or not bullet["protected"] or len(refs) != 1):
+            # A pinned bullet is one pinned turn carried verbatim: one hash, protected, history.
+            raise DocumentError(f"{path}.pinned", "a pinned bullet is one protected history turn")
         name = _need(bullet, path, "name", str, optional=True) or ""
         problem = name_problem(name)
         if problem:
@@ -310,9 +321,15 @@ def _moment(value: str, path: str) -> datetime:
 
 def _check_pins(document: dict[str, Any], texts: dict[str, str]) -> None:
     """The document's pinned turns within the cap a session holds them to (services.pins): at most
-    OTTO_MAX_PINS, holding at most the protected share of Y (the imported session's is the default)."""
+    OTTO_MAX_PINS, holding at most the session's protected share of Y; and every pinned bullet is
+    the bullet of a turn the document pins."""
     cap = settings.OTTO_MAX_PINS
-    share = int(document["session"]["y_budget"] * settings.OTTO_PROTECTED_SHARE)
+    meta = document["session"]
+    share = int(meta["y_budget"] * (meta["protected_share"] or settings.OTTO_PROTECTED_SHARE))
+    pinned = {e["hash"] for part in ("pending", "archive") for e in document[part] if e["pinned"]}
+    for n, bullet in enumerate(document["bullets"]):
+        if bullet["pinned"] and bullet["hash_refs"][0] not in pinned:
+            raise DocumentError(f"bullets[{n}].pinned", "pins a turn the document does not pin")
     count = tokens = 0
     for part in ("pending", "archive"):
         for n, entry in enumerate(document[part]):
@@ -354,6 +371,7 @@ def import_session(*, user, document: Any, sid: str | None = None) -> Session:  
             workspace=meta["workspace"],
             x_budget=meta["x_budget"],
             y_budget=meta["y_budget"],
+            protected_share=meta["protected_share"],
         )
         texts = {c["hash"]: c["text"] for c in doc["chunks"]} | {p["hash"]: p["text"] for p in doc["pending"]}
         store = DjangoTierStore(session)

@@ -184,7 +184,10 @@ def test_summary_tab_keeps_labelling_quote_bullets_as_the_persons_earlier_words(
     html = alice_web.get("/sessions/trip/?tab=summary").content.decode()
 
     assert '<li class="bullet quote">' in html
-    assert "· the person’s earlier words: the start of each, the whole turns kept verbatim in memory" in html
+    assert (
+        "· the person’s earlier words: whole sentences of each, the whole turns kept verbatim in memory"
+        in html
+    )
     assert '<span class="names">Ana</span> · <time datetime="2023-05-08">8 May 2023</time>' in html
 
 
@@ -235,3 +238,27 @@ def test_bullet_page_reads_its_turns_in_the_same_queries_however_many_it_cites(a
 
     assert two == one
     assert html.count('<time class="when"') == 2 and html.count('<span class="name">') == 2
+
+
+def test_a_later_turn_repeating_a_cited_text_is_not_taken_for_a_bullets_source(alice):
+    from memory.reads import summary_bullets
+
+    session = services.create_session(user=alice, sid="repeat", x_budget=10_000, y_budget=10_000)
+    services.append_items(session=session, items=TURNS[:2])
+    services.compact_session(session=session, force=True, include_x=True)
+    # Bob says Otto's words again, months later; the turn stays raw in X.
+    services.append_items(
+        session=session,
+        items=[
+            NewItem(
+                role="user", name="Bob", text=TURNS[1].text, occurred_at=datetime(2023, 9, 1, tzinfo=LISBON)
+            )
+        ],
+    )
+
+    sources = {bullet.text: said for bullet, said in summary_bullets(session)}
+
+    # Ana's turn is carried verbatim; Otto's is summarised, and only Otto said it then.
+    assert sources[TURNS[0].text].names == ("Ana",)
+    otto = sources[f"8 May 2023 · Otto: {TURNS[1].text}"]
+    assert (otto.names, otto.first, otto.last) == (("Otto",), TURNS[1].occurred_at, TURNS[1].occurred_at)

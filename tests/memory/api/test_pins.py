@@ -9,7 +9,7 @@ import pytest
 
 from memory import services
 from memory.engine import tokens as tok
-from memory.models import AuditEntry, Bullet, Item, Job
+from memory.models import AuditEntry, Bullet, Item, Job, Session
 from tests.reliability.snapshot import all_rows
 
 pytestmark = pytest.mark.django_db
@@ -542,3 +542,72 @@ def test_a_document_pinning_past_the_cap_is_refused(alice_api, settings):
     assert response.status_code == 422, response.content
     assert response.json()["field"] == "pending[1].pinned"
     assert "OTTO_MAX_PINS" in response.json()["detail"]
+
+
+def test_a_session_with_its_own_protected_share_and_its_pins_imports_from_its_own_export(alice_api):
+    assert (
+        alice_api.post(
+            "/api/v1/sessions", {"id": "wide", "x_budget": 40, "y_budget": 200, "protected_share": 1.0}
+        ).status_code
+        == 201
+    )
+    # Pins past the default share (100 of 200 tokens), within this session's own (200).
+    for n in range(8):
+        append(
+            alice_api,
+            "wide",
+            {
+                "role": "assistant",
+                "text": f"Pinned fact {n}: the key for rack {n} is in drawer {n}.",
+                "pinned": True,
+            },
+        )
+    exported = alice_api.get("/api/v1/sessions/wide/export").json()
+
+    response = alice_api.post("/api/v1/sessions/import?id=wide-copy", raw=json.dumps(exported))
+
+    assert exported["session"]["protected_share"] == 1.0
+    assert response.status_code == 201, response.content
+    assert response.json()["protected_share"] == 1.0
+    assert Item.objects.filter(session__sid="wide-copy", pinned=True).count() == 8
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda b, other: b.update(hash_refs=[b["hash_refs"][0], other]), "one protected history turn"),
+        (lambda b, other: b.update(protected=False), "one protected history turn"),
+    ],
+)
+def test_a_pinned_bullet_in_a_document_must_be_one_protected_turn(alice_api, change, words):
+    sid = new_session(alice_api, x_budget=40, y_budget=300)
+    for n in range(30):
+        append(alice_api, sid, chatter(n))
+    archived = Item.objects.filter(session__sid=sid, tier="a").order_by("position").first()
+    pin(alice_api, sid, archived.position)
+    document = alice_api.get(f"/api/v1/sessions/{sid}/export").json()
+    n, bullet = next((n, b) for n, b in enumerate(document["bullets"]) if b["pinned"])
+    change(bullet, document["chunks"][-1]["hash"])
+
+    response = alice_api.post("/api/v1/sessions/import?id=forged", raw=json.dumps(document))
+
+    assert response.status_code == 422, response.content
+    assert response.json()["field"] == f"bullets[{n}].pinned"
+    assert words in response.json()["detail"]
+    assert not Session.objects.filter(sid="forged").exists()
+
+
+def test_a_pinned_bullet_of_a_turn_the_document_does_not_pin_is_refused(alice_api):
+    sid = new_session(alice_api, x_budget=40, y_budget=300)
+    for n in range(30):
+        append(alice_api, sid, chatter(n))
+    archived = Item.objects.filter(session__sid=sid, tier="a").order_by("position").first()
+    pin(alice_api, sid, archived.position)
+    document = alice_api.get(f"/api/v1/sessions/{sid}/export").json()
+    for entry in document["archive"] + document["pending"]:
+        entry["pinned"] = False
+
+    response = alice_api.post("/api/v1/sessions/import?id=forged", raw=json.dumps(document))
+
+    assert response.status_code == 422, response.content
+    assert "pins a turn the document does not pin" in response.json()["detail"]

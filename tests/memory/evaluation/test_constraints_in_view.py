@@ -92,8 +92,10 @@ def test_constraints_worded_otherwise_stay_verbatim_among_ten_times_the_ordinary
         peak = max(peak, totals.x + totals.y)
 
     view = queue.current_view()
-    lines = [b.text for b in view.bullets] + [i.text for i in (*view.y_raw, *view.x)]
-    assert [c for c in CONSTRAINTS if not any(c in line for line in lines)] == []
+    # Each constraint's turn is still there whole, as the person said it: a protected bullet or a
+    # raw turn, not merely a quote of it.
+    verbatim = [b.text for b in view.bullets if b.protected] + [i.text for i in (*view.y_raw, *view.x)]
+    assert [c for c in CONSTRAINTS if c not in verbatim] == []
     assert peak <= x_budget + y_budget + largest
     # The person's ordinary turns did leave: the share is bounded, not the constraints kept by luck.
     assert store.totals("history").generation > 100
