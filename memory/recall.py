@@ -24,7 +24,7 @@ from django.conf import settings
 from . import services
 from .engine import bm25, expansion, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors, WordLlamaBackend, get_embedder
-from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Session
+from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Job, Session
 from .storage import (
     BULLET_FIELDS,
     NO_BOUNDS,
@@ -391,7 +391,23 @@ def _semantic(
         rankings.append([pk for pk, _ in searched[1]])
         weights.append(FIRST_PERSON_WEIGHT)
     fused = retrieval.rrf(rankings, weights=weights)
-    return _boost_named(sc, about, query, sc.ranked(fused[:limit])), None
+    return _boost_named(sc, about, query, sc.ranked(fused[:limit])), _reembedding(session)
+
+
+def _reembedding(session: Session) -> str | None:
+    """Why a ranking by meaning is partial while the session is re-embedded: its turns lose their
+    vectors at once and get the new model's one by one, so those still waiting rank by their words
+    alone."""
+    job = (
+        Job.objects.filter(session=session, kind="reembed").unfinished().values_list("pk", flat=True).first()
+    )
+    # Only then is the anti-join worth its cost: the job may have nothing left to do here.
+    if job is None or not Item.objects.filter(session=session, vector__isnull=True).exists():
+        return None
+    return (
+        f"the session is being re-embedded (job {job}): turns still without their new vector are "
+        "found by their words only until it finishes"
+    )
 
 
 def _recent(sc: _Scope, limit: int) -> list[tuple[str, int, float]]:

@@ -23,6 +23,7 @@ import shutil
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -235,6 +236,14 @@ def canonical(spec: str) -> str:
     if spec == "wordllama":
         return WordLlamaBackend.name
     return spec.split("@", 1)[0] if spec.startswith("fastembed:") else spec
+
+
+@lru_cache(maxsize=1)
+def fastembed_models() -> frozenset[str]:
+    """The models fastembed can fetch by name (what a `fastembed:<model>` without a folder needs)."""
+    from fastembed import TextEmbedding
+
+    return frozenset(str(m["model"]) for m in TextEmbedding.list_supported_models())
 
 
 def build(spec: str) -> Embedder:

@@ -101,7 +101,7 @@ def _check_model_spec(model: str) -> None:
     from anywhere on its machine, and an error quoting the path would tell them what exists there.
     The answer names the model, never a path.
     """
-    from ..engine.embeddings import build
+    from ..engine.embeddings import build, fastembed_models
 
     name, _, folder = model.partition("@")
     if folder and model.startswith("fastembed:"):
@@ -117,6 +117,15 @@ def _check_model_spec(model: str) -> None:
         build(model)
     except ValueError:
         raise Invalid(f"model {name!r} is not a model this server knows", field="model") from None
+    fastembed_name = name[len("fastembed:") :]
+    if name.startswith("fastembed:") and not folder and fastembed_name not in fastembed_models():
+        # Without a folder fastembed fetches the model by name: one it does not list is refused here
+        # rather than failed by the worker after the job was queued.
+        raise Invalid(
+            f"model {name!r}: fastembed knows no model {fastembed_name!r}; name one it lists, or give its "
+            "folder (fastembed:<model>@<folder> inside OTTO_MODEL_DIRS)",
+            field="model",
+        )
 
 
 def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:

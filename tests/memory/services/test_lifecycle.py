@@ -370,3 +370,34 @@ def test_a_running_job_of_a_dead_worker_is_taken_over(filled):
     taken = services.claim_job(job_id=job.id, worker="test:3")
 
     assert taken is not None and taken.claimed_by == "test:3" and taken.attempts == 1
+
+
+def test_a_recall_while_the_session_is_re_embedded_says_it_is_degraded(alice_api, filled, settings):
+    settings.OTTO_COMPACTION = "job"  # no worker here: the job stays queued, the recall embeds 16 at most
+    job = alice_api.post("/api/v1/sessions/life/reembed", {"model": "wordllama"}).json()["job_id"]
+    # As the job does first: the new stamp, every old vector gone.
+    filled.refresh_from_db()
+    Session.objects.filter(pk=filled.pk).update(embedding_model="wordllama")
+    ItemVector.objects.filter(session=filled).delete()
+
+    answer = alice_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
+
+    assert f"being re-embedded (job {job})" in answer["degraded"]
+    services.run_reembed_job(job_id=job, worker="test:1")
+    again = alice_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
+    assert again["degraded"] is None
+
+
+def test_reembed_refuses_a_fastembed_model_it_could_not_fetch_by_name(alice_api, filled):
+    response = alice_api.post("/api/v1/sessions/life/reembed", {"model": "fastembed:acme/no-such-model"})
+
+    assert (response.status_code, response.json()["field"]) == (422, "model")
+    assert "fastembed knows no model 'acme/no-such-model'" in response.json()["detail"]
+    assert Job.objects.count() == 0
+    # A model fastembed lists is accepted (its download is the worker's business).
+    assert (
+        alice_api.post(
+            "/api/v1/sessions/life/reembed", {"model": "fastembed:BAAI/bge-small-en-v1.5"}
+        ).status_code
+        == 202
+    )
