@@ -166,12 +166,14 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Failed sign-ins (ottoweb/throttle.py): an account is locked after this many failed logins, a client
-# address after this many failed logins or bearer tokens; the first lock-out lasts this many seconds
-# and each failure after it doubles it (up to an hour).
+# Failed sign-ins (ottoweb/throttle.py): a client address is locked for one account after this many
+# failed logins at it, and for every account after this many failed logins (at any accounts) or bearer
+# tokens; no account is locked for everyone. The first lock-out lasts OTTO_AUTH_LOCKOUT_SECONDS and
+# each failure after it doubles it, up to OTTO_AUTH_LOCKOUT_MAX_SECONDS.
 OTTO_AUTH_FAILURES = envint("OTTO_AUTH_FAILURES", 5)
 OTTO_AUTH_ADDRESS_FAILURES = envint("OTTO_AUTH_ADDRESS_FAILURES", 20)
 OTTO_AUTH_LOCKOUT_SECONDS = envint("OTTO_AUTH_LOCKOUT_SECONDS", 60)
+OTTO_AUTH_LOCKOUT_MAX_SECONDS = envint("OTTO_AUTH_LOCKOUT_MAX_SECONDS", 3600)
 # Behind a proxy every request comes from the proxy: name the header it puts the client's address in
 # (e.g. X-Forwarded-For; its last address is used). Empty: the connection's address.
 OTTO_CLIENT_ADDRESS_HEADER = envstr("OTTO_CLIENT_ADDRESS_HEADER", "")

@@ -1,4 +1,4 @@
-"""The dashboard's login: Django's LoginView, throttled per account and per client address."""
+"""The dashboard's login: Django's LoginView, throttled per (client address, account) and per address."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from . import throttle
 
 
 class LoginView(auth_views.LoginView):
-    """A locked account or address answers 429 with Retry-After and says how long to wait; no
-    password is checked meanwhile (ottoweb/throttle.py)."""
+    """An address locked for this account, or for all, answers 429 with Retry-After and says how
+    long to wait; no password is checked meanwhile. Another address is not held back
+    (ottoweb/throttle.py)."""
 
     keys: list[throttle.Key]
 
@@ -30,7 +31,7 @@ class LoginView(auth_views.LoginView):
         return super().form_invalid(form)
 
     def form_valid(self, form: Any) -> HttpResponse:
-        throttle.forget(self.keys[0])
+        throttle.forgive(*self.keys)
         return super().form_valid(form)
 
     def locked(self, wait: int) -> HttpResponse:
