@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
@@ -11,12 +15,15 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.operation import Operation
+from ninja.renderers import JSONRenderer
+from ninja.responses import NinjaJSONEncoder
 
 from memory.api import notes_router, runs_router, sessions_router
 from memory.auth import TokenAuth
+from memory.engine.types import format_moment
 
-from .errors import ServiceError
-from .parsing import BoundedParser, TooDeep
+from .errors import ServiceError, invalid_value
+from .parsing import BoundedParser, TooDeep, TooLong
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +44,42 @@ class OttowebAPI(NinjaAPI):
         return f"{prefix}_{operation.view_func.__name__}"
 
 
+class AnswerEncoder(NinjaJSONEncoder):
+    def default(self, o: Any) -> Any:
+        # Every time in the one form items' `occurred_at` is documented in (engine.types.format_moment):
+        # Django's encoder would cut it to milliseconds, and the instant would not come back as sent.
+        if isinstance(o, datetime):
+            return format_moment(o)
+        return super().default(o)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+class AnswerRenderer(JSONRenderer):
+    """JSON answers that are JSON: never a bare NaN or Infinity (json.dumps writes them by default).
+
+    Nothing stored or echoed holds one (the JSON number policy refuses them on the way in); were a
+    computed value ever not finite, it is answered as null and logged, never as invalid JSON.
+    """
+
+    encoder_class = AnswerEncoder
+
+    def render(self, request: HttpRequest, data: Any, *, response_status: int) -> Any:
+        try:
+            return json.dumps(data, cls=self.encoder_class, allow_nan=False)
+        except ValueError:
+            log.error("a value that is not finite in the answer to %s %s", request.method, request.path)
+            return json.dumps(_finite(data), cls=self.encoder_class, allow_nan=False)
+
+
 api = OttowebAPI(
     title="ottoweb",
     version="1",
@@ -46,6 +89,7 @@ api = OttowebAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
     parser=BoundedParser(),
+    renderer=AnswerRenderer(),
 )
 
 
@@ -56,29 +100,32 @@ def error(request: HttpRequest, status: int, detail: str, code: str, **extra: ob
 SOURCES = ("body", "query", "path", "header", "cookie", "form", "file")
 
 
-def _location(loc: list | tuple) -> str:
+def _location(loc: list | tuple) -> list[object]:
     """The field a validation error is about, as the client named it.
 
     ninja reports (source, view parameter, field…), e.g. ("body", "body", "text") or
     ("query", "params", "limit"); the first two say nothing to a client. A field that happens to
     be called "query" or "body" is kept.
     """
-    parts = [str(p) for p in loc]
+    parts = list(loc)
     if parts and parts[0] in SOURCES:
         parts = parts[1:]
         if len(parts) > 1:
             parts = parts[1:]
-    return ".".join(parts) or "body"
+    return parts
+
+
+def _dotted(parts: Sequence[object]) -> str:
+    # pydantic's own spelling of a location (items.1.text), which /runs/fit's transcript checks
+    # share; the services name theirs items[1].text.
+    return ".".join(str(p) for p in parts)
 
 
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     first = exc.errors[0] if exc.errors else {}
-    field = _location(first.get("loc", ()))
-    message = first.get("msg", "invalid value")
-    if first.get("type") == "extra_forbidden":
-        message = "unknown field"
-    return error(request, 422, f"{field}: {message}", "invalid", field=field, errors=exc.errors)
+    refusal = invalid_value(first, _location(first.get("loc", ())), spell=_dotted)
+    return error(request, 422, refusal.detail, refusal.code, field=refusal.field, errors=exc.errors)
 
 
 @api.exception_handler(AuthenticationError)
@@ -105,9 +152,9 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    if isinstance(exc.__cause__, TooDeep):
-        # ninja turns any parser exception into a 400 "Cannot parse request body"; this one is
-        # valid JSON the server refuses, and says why.
+    if isinstance(exc.__cause__, TooDeep | TooLong):
+        # ninja turns any parser exception into a 400 "Cannot parse request body"; these are
+        # valid JSON the server refuses, and say why.
         return error(request, 422, str(exc.__cause__), "invalid", field="body")
     return error(request, exc.status_code, str(exc), "http_error")
 

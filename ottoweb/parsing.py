@@ -6,6 +6,7 @@ deep values recursively too; no document this server writes nests more than a fe
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +19,25 @@ class TooDeep(ValueError):
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"the JSON nests deeper than {limit} levels of arrays and objects (the limit)")
+
+
+class TooLong(ValueError):
+    """A number in the JSON has more digits than Python converts (sys.get_int_max_str_digits())."""
+
+    def __init__(self, digits: int, limit: int) -> None:
+        super().__init__(
+            f"a number in the JSON has {digits:,} digits, past the {limit:,} this server reads "
+            "(a number it stores lies between -(2^53 - 1) and 2^53 - 1)"
+        )
+
+
+def _integer(text: str) -> int:
+    # json.loads would raise a bare ValueError past Python's limit (ninja's 400 "Cannot parse"); said here.
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        raise TooLong(digits, limit)
+    return int(text)
 
 
 def depth_within(value: Any, limit: int) -> bool:
@@ -38,12 +58,13 @@ def depth_within(value: Any, limit: int) -> bool:
 
 
 def loads(text: str | bytes) -> Any:
-    """`json.loads`, raising TooDeep (a ValueError) beyond OTTO_MAX_JSON_DEPTH levels."""
+    """`json.loads`, raising TooDeep (a ValueError) beyond OTTO_MAX_JSON_DEPTH levels and TooLong
+    (one too) for a number of more digits than Python converts."""
     import json
 
     limit = settings.OTTO_MAX_JSON_DEPTH
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_int=_integer)
     except RecursionError:
         raise TooDeep(limit) from None
     if not depth_within(value, limit):
@@ -55,5 +76,5 @@ class BoundedParser(Parser):
     """ninja's body parser with the depth bound: a too-deep body is a 422, never a 500."""
 
     def parse_body(self, request: HttpRequest) -> Any:
-        # TooDeep reaches ottoweb.api's HttpError handler as the cause of ninja's 400: a 422 there.
+        # TooDeep and TooLong reach ottoweb.api's HttpError handler as the cause of ninja's 400: a 422 there.
         return loads(request.body)

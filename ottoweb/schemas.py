@@ -1,4 +1,4 @@
-"""The shapes every API operation shares: request bases that refuse unstorable text and unknown
+"""The shapes every API operation shares: request bases that refuse unstorable values and unknown
 fields, and the error answer (docs/api.md, "Errors")."""
 
 from __future__ import annotations
@@ -9,32 +9,37 @@ from ninja import Schema
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
-from memory.engine.types import text_problem
+from memory.engine.types import Path, json_problem
 
 
-def check_storable(value: Any, path: str = "") -> None:
-    """Raise a validation error naming the first string (or key) inside `value` that is not storable."""
-    if isinstance(value, str):
-        problem = text_problem(value)
-        if problem:
-            where = f"{path}: " if path else ""
-            raise PydanticCustomError("unstorable_text", "{problem}", {"problem": where + problem})
-    elif isinstance(value, BaseModel) and not isinstance(value, CleanIn):
-        # A CleanIn model checked its own fields; a plain model (memory/api/runs.py's pass-through messages)
-        # is walked here, its extra fields included.
+def check_storable(value: Any, path: Path = ()) -> None:
+    """Raise a validation error naming the first value inside `value` that cannot be stored: a
+    string (or key) that is not storable text, or a number outside the JSON number policy
+    (`memory.engine.types.json_problem`). Its context's `path` lists where below the field it
+    lies (["meta", "a"], [0, "content"]); the error answers add it to the field's name."""
+    if isinstance(value, BaseModel):
+        if isinstance(value, CleanIn):
+            return  # it checked its own fields
+        # A plain model (memory/api/runs.py's pass-through messages) is walked, its extra fields included.
         for name, item in {**value.__dict__, **(value.model_extra or {})}.items():
-            check_storable(item, f"{path}.{name}" if path else name)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            check_storable(key, path)
-            check_storable(item, f"{path}.{key}" if path else str(key))
-    elif isinstance(value, list | tuple):
+            check_storable(item, (*path, name))
+    elif isinstance(value, list | tuple) and any(isinstance(item, BaseModel) for item in value):
         for n, item in enumerate(value):
-            check_storable(item, f"{path}[{n}]")
+            check_storable(item, (*path, n))
+    else:
+        found = json_problem(value)
+        if found:
+            where, problem = found
+            raise PydanticCustomError(
+                "unstorable", "{problem}", {"problem": problem, "path": [*path, *where]}
+            )
 
 
 class CleanIn(Schema):
-    """Every request shape: each string in it must be storable text (see `text_problem`)."""
+    """Every request shape: each string in it storable text, each number within the JSON number
+    policy (see `check_storable`); a float field refuses NaN and Infinity in the same words."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     @field_validator("*", mode="after")
     @classmethod

@@ -84,13 +84,18 @@ class ItemIn(StrictIn):
     name: str = Field(
         "",
         max_length=64,
-        description="who said it: a person's or an agent's name (as OpenAI messages' `name`)",
+        description="who said it: a person's or an agent's name (as OpenAI messages' `name`); no control "
+        "character, line or paragraph separator, or direction override or isolate",
     )
     occurred_at: Moment = Field(
-        None, description="when it happened, ISO 8601 with an offset; default: when it arrives"
+        None,
+        description="when it happened, ISO 8601 with an offset of whole minutes; its instant (to the "
+        "microsecond) and offset are kept; default: when it arrives",
     )
     meta: dict[str, Any] | None = Field(
-        None, description="your own JSON object (at most 4 KB), stored and returned verbatim, never ranked"
+        None,
+        description="your own JSON object (at most 4 KB, its numbers finite and within ±(2^53 - 1)), "
+        "stored and returned as the same JSON values, never ranked",
     )
     pinned: bool = Field(
         False,

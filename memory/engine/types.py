@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -27,22 +29,102 @@ SESSION_ID_CHARS = "A-Za-z0-9._:-"
 SESSION_ID = re.compile(rf"^[{SESSION_ID_CHARS}]{{1,128}}\Z")
 
 
+# What no name may hold beyond the control characters (Unicode category Cc, C1 included: U+0085
+# is a line break to some readers, U+009B starts a terminal escape): line and paragraph separators,
+# and the bidirectional embeddings, overrides and isolates that reorder the text around them.
+NAME_REFUSED = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _refused_in_name(c: str) -> bool:
+    return c in NAME_REFUSED or unicodedata.category(c) == "Cc"
+
+
+def label_problem(label: str) -> str | None:
+    """Why `label` cannot be a short label read on one line (a speaker's name, a note scope's app
+    or conversation id), or None: no control character, line break or direction override."""
+    bad = next((c for c in label if _refused_in_name(c)), None)
+    if bad is not None:
+        return f"must not contain control characters, line breaks or direction overrides (it holds U+{ord(bad):04X})"
+    return None
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` cannot be a speaker's name, or None."""
     if len(name) > MAX_NAME_CHARS:
         return f"is {len(name)} characters; the limit is {MAX_NAME_CHARS}"
-    # A name is indexed and shown as "name: text": a line break in it could pose as another turn.
-    if any(c < " " or c == "\x7f" for c in name):
-        return "must not contain control characters or line breaks"
+    # A name is indexed and shown as "name: text": a line break in it could pose as another turn,
+    # and a direction override could make the line read as something else.
+    return label_problem(name)
+
+
+def clean_name(name: str) -> str:
+    """`name` as a name `name_problem` accepts: each refused character a space, cut to the limit."""
+    return "".join(" " if _refused_in_name(c) else c for c in name)[:MAX_NAME_CHARS]
+
+
+# The JSON number policy of everything stored (docs/api.md, "Numbers"): integers and floats alike
+# within what every JSON reader keeps exact (JavaScript's Number.MAX_SAFE_INTEGER), and finite.
+# A float is held to it too: PostgreSQL's jsonb writes 1e20 back as the integer 100000000000000000000.
+MAX_JSON_INT = 2**53 - 1
+
+
+def number_problem(value: float) -> str | None:
+    """Why a JSON number cannot be stored, or None (a bool is no number here)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number (NaN and Infinity are not JSON)"
+    if not -MAX_JSON_INT <= value <= MAX_JSON_INT:
+        return "is out of range: a number must lie between -9,007,199,254,740,991 and 9,007,199,254,740,991 (2^53 - 1)"
     return None
 
 
-def meta_problem(meta: Any) -> str | None:
-    """Why `meta` cannot be stored as an item's meta, or None."""
+# Where a value lies inside another: its keys and list indices, outermost first (("a", 2, "b")).
+Path = tuple[str | int, ...]
+
+
+def path_suffix(path: Path) -> str:
+    """`path` as it follows a field's name: ("a", 2, "b") is ".a[2].b"."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+
+
+def json_problem(value: Any) -> tuple[Path, str] | None:
+    """The first value in `value`, in document order, that no database stores as sent: a string
+    that is not storable text (`text_problem`, keys included) or a number outside the policy
+    (`number_problem`). As (where, why): `where` the path below `value` (() for itself).
+
+    Walked without recursion: a hostile document may nest hundreds of levels deep.
+    """
+    stack: list[tuple[Path, Any]] = [((), value)]
+    while stack:
+        where, node = stack.pop()
+        if isinstance(node, str):
+            problem = text_problem(node)
+        elif isinstance(node, int | float):
+            problem = number_problem(node)
+        elif isinstance(node, dict):
+            for key in node:
+                if isinstance(key, str) and (problem := text_problem(key)):
+                    return where, f"has a key that {problem}"
+            stack.extend(((*where, key), item) for key, item in reversed(node.items()))
+            continue
+        elif isinstance(node, list | tuple):
+            stack.extend(((*where, n), item) for n, item in reversed(list(enumerate(node))))
+            continue
+        else:
+            continue
+        if problem:
+            return where, problem
+    return None
+
+
+def meta_problem(meta: Any) -> tuple[Path, str] | None:
+    """Why `meta` cannot be stored as an item's meta, as (where, why), or None; `where` is the
+    path below meta of the value at fault (() for meta itself), as `json_problem` names it."""
     if meta is None:
         return None
     if not isinstance(meta, dict):
-        return "must be a JSON object"
+        return (), "must be a JSON object"
 
     # Walked without recursion: a hostile document may nest hundreds of levels deep.
     level: list[Any] = [meta]
@@ -56,31 +138,54 @@ def meta_problem(meta: Any) -> str | None:
         if not level:
             break
     else:
-        return f"nests deeper than {MAX_META_DEPTH} levels"
+        return (), f"nests deeper than {MAX_META_DEPTH} levels"
+    found = json_problem(meta)
+    if found:
+        return found
     size = len(json.dumps(meta, ensure_ascii=False).encode("utf-8"))
     if size > MAX_META_BYTES:
-        return f"is {size:,} bytes as JSON; the limit is {MAX_META_BYTES:,}"
+        return (), f"is {size:,} bytes as JSON; the limit is {MAX_META_BYTES:,}"
     return None
+
+
+# The numeric offset at the end of a time, as written ("+02:00", "-0330", "+02:00:30.5").
+_OFFSET = re.compile(r"[+-][0-9:.,]+\Z")
 
 
 def parse_moment(value: str) -> datetime:
     """An ISO 8601 time with an offset ("2023-05-08T13:56:00+02:00", "…Z"), as an aware datetime.
 
     Raises ValueError saying what is wrong. A time without an offset could be anywhere on Earth:
-    it is refused rather than guessed.
+    it is refused rather than guessed; so is an offset that is not whole minutes, which could not
+    be given back. What is kept is the instant, to the microsecond (digits past the sixth are
+    dropped), and the offset; `format_moment` is the one form it is given back in.
     """
+    text = value.strip()
     try:
-        parsed = datetime.fromisoformat(value.strip())
+        parsed = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError("is not an ISO 8601 time (e.g. 2023-05-08T13:56:00+02:00)") from None
-    if parsed.utcoffset() is None:
+    offset = parsed.utcoffset()
+    if offset is None:
         raise ValueError("needs an offset: add Z or +hh:mm (e.g. 2023-05-08T13:56:00+02:00)")
+    # Python reads an offset's seconds too ("+02:00:30"; "+00:00:00.5" it reads as +00:00).
+    written = _OFFSET.search(text)
+    if offset.total_seconds() % 60 or (written and sum(c.isdigit() for c in written.group()) > 4):
+        raise ValueError("has an offset of seconds: it must be whole minutes (+hh:mm)")
     try:
         # Stored in UTC: 0001-01-01T00:00+01:00 or 9999-12-31T23:59-01:00 has no UTC time.
         parsed.astimezone(UTC)
     except OverflowError:
         raise ValueError("is out of range once converted to UTC") from None
     return parsed
+
+
+def format_moment(when: datetime) -> str:
+    """An aware time as every answer and export gives it back: ISO 8601 to the second (to the
+    microsecond when it has any), then its offset, `Z` when that is zero
+    ("2023-05-08T13:56:00.250000+02:00", "2023-05-08T11:56:00Z")."""
+    text = when.isoformat(timespec="microseconds" if when.microsecond else "seconds")
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def calendar_day(when: datetime) -> str:

@@ -16,7 +16,7 @@ from django.utils import timezone
 from ottoweb.errors import Invalid, TooLarge
 
 from ..engine.hashing import content_hash
-from ..engine.types import KINDS, ROLES, meta_problem, name_problem
+from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
 from ..models import Item, Session
 from ..storage import DjangoTierStore, lookups
 from .compaction import compact_overflow, queue_for
@@ -64,9 +64,11 @@ def _check_item(item: NewItem, index: int | None = None) -> None:
         raise Invalid(f"{where}name {problem}", field=f"{where}name")
     if item.occurred_at is not None and item.occurred_at.utcoffset() is None:
         raise Invalid(f"{where}occurred_at needs an offset (Z or +hh:mm)", field=f"{where}occurred_at")
-    problem = meta_problem(item.meta)
-    if problem:
-        raise Invalid(f"{where}meta {problem}", field=f"{where}meta")
+    found = meta_problem(item.meta)
+    if found:
+        # Named down to the value at fault: items[2].meta.a.b
+        field = f"{where}meta{path_suffix(found[0])}"
+        raise Invalid(f"{field} {found[1]}", field=field)
     if item.pinned and item.kind != "history":
         raise Invalid(
             f"{where}pinned must be false: a context item cannot be pinned (it never enters the prompt view)",

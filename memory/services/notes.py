@@ -21,6 +21,7 @@ from ottoweb.errors import Invalid, NotFound
 
 from ..engine import keywords
 from ..engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from ..engine.types import label_problem
 from ..models import ScopedMemory
 from . import embedding
 
@@ -43,7 +44,6 @@ EMBED_CHARS = 2_000
 SCOPE_RULE = "appName and domain select app scope; conversationId selects conversation scope; give exactly one of the two"
 # A domain is a host name (with an optional port): no '@', so "app:<appName>@<domain>" parses one way.
 _DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?$")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
     "were what which who with we you do does did how".split()
@@ -85,8 +85,9 @@ def _part(value: str, name: str, limit: int) -> str:
         raise Invalid(f"{name} must not be empty ({SCOPE_RULE})", field=name)
     if len(value) > limit:
         raise Invalid(f"{name} is {len(value):,} characters; the limit is {limit:,}", field=name)
-    if _CONTROL.search(value):
-        raise Invalid(f"{name} must not contain control characters", field=name)
+    problem = label_problem(value)
+    if problem:
+        raise Invalid(f"{name} {problem}", field=name)
     return value
 
 

@@ -21,7 +21,7 @@ from ottoweb.errors import Invalid, NotFound, TooLarge
 
 from ..engine import inrun
 from ..engine.hashing import content_hash
-from ..engine.types import MAX_NAME_CHARS
+from ..engine.types import clean_name
 from ..models import Item, LearnedWindow, Session
 from ..windows import RefreshingWindows
 from .compaction import summarizer_for
@@ -255,7 +255,7 @@ def _speaker(message: dict[str, Any], tool_name: str | None) -> str:
     name = name or (f"tool {tool_name}" if tool_name else "")
     # Stored names are single-line and short (`name_problem`, checked on append); a message's
     # may be anything.
-    return "".join(c if c >= " " and c != "\x7f" else " " for c in name)[:MAX_NAME_CHARS]
+    return clean_name(name)
 
 
 def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[NewItem]:

@@ -7,7 +7,6 @@ problem, e.g. `pending[2].hash: does not match the sha256 of text`.
 from __future__ import annotations
 
 import json
-import math
 from datetime import datetime
 from typing import Any
 
@@ -19,7 +18,17 @@ from ottoweb.errors import Invalid, TooLarge
 
 from ..engine import tokens as tok
 from ..engine.hashing import content_hash
-from ..engine.types import KINDS, ROLES, Draft, meta_problem, name_problem, parse_moment, text_problem
+from ..engine.types import (
+    KINDS,
+    ROLES,
+    Draft,
+    format_moment,
+    json_problem,
+    meta_problem,
+    name_problem,
+    parse_moment,
+    path_suffix,
+)
 from ..engine.types import Bullet as EngineBullet
 from ..models import Bullet, Item, Session, TierState, offset_minutes
 from ..storage import DjangoTierStore, bullet_row
@@ -62,8 +71,8 @@ def export_session(session: Session) -> dict[str, Any]:
             "embedding_model": session.embedding_model,
             # The session's own share of Y for the person's words (null: the server's default).
             "protected_share": session.protected_share,
-            "created_at": session.created_at.isoformat(),
-            "updated_at": session.updated_at.isoformat(),
+            "created_at": format_moment(session.created_at),
+            "updated_at": format_moment(session.updated_at),
         },
         "pending": [
             {
@@ -76,7 +85,7 @@ def export_session(session: Session) -> dict[str, Any]:
                 "protected": i.protected,
                 "pinned": i.pinned,
                 "name": i.name,
-                "occurred_at": i.when.isoformat(),
+                "occurred_at": format_moment(i.when),
                 "meta": i.meta,
             }
             for i in pending
@@ -91,7 +100,7 @@ def export_session(session: Session) -> dict[str, Any]:
                 "pinned": b.pinned,
                 "role": b.role,
                 "name": b.name,
-                "occurred_at": b.when.isoformat() if b.when is not None else None,
+                "occurred_at": format_moment(b.when) if b.when is not None else None,
                 "first_position": b.first_position,
             }
             for b in bullets
@@ -106,7 +115,7 @@ def export_session(session: Session) -> dict[str, Any]:
                 "protected": i.protected,
                 "pinned": i.pinned,
                 "name": i.name,
-                "occurred_at": i.when.isoformat(),
+                "occurred_at": format_moment(i.when),
                 "meta": i.meta,
             }
             for i in archive
@@ -117,7 +126,11 @@ def export_session(session: Session) -> dict[str, Any]:
 def export_session_json(session: Session) -> bytes:
     """The export document as sent (compact JSON, UTF-8). TooLarge beyond OTTO_MAX_IMPORT_BYTES:
     export and import share that limit, so whatever is exported imports back."""
-    data = json.dumps(export_session(session), ensure_ascii=False, separators=(",", ":")).encode()
+    # allow_nan=False: nothing stored holds NaN or Infinity (engine.types.number_problem), and an
+    # export must be JSON any reader takes.
+    data = json.dumps(
+        export_session(session), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    ).encode()
     limit = settings.OTTO_MAX_IMPORT_BYTES
     if len(data) > limit:
         raise TooLarge(
@@ -167,39 +180,20 @@ def _check_text(value: str, path: str, max_chars: int) -> None:
         raise DocumentError(path, f"is {len(value):,} characters; the limit is {max_chars:,}")
 
 
-# The largest integer every JSON reader keeps exact; far inside SQLite's and PostgreSQL's bigint, so
-# a position one past it still fits.
-MAX_INT = 2**53 - 1
-
-
-def _check_values(value: Any, path: str) -> None:
-    """Every string storable as text, every number one a database column and JSON can hold."""
-    if isinstance(value, str):
-        problem = text_problem(value)
-        if problem:
-            raise DocumentError(path, problem)
-    elif isinstance(value, bool):
-        return
-    elif isinstance(value, int):
-        if not -MAX_INT <= value <= MAX_INT:
-            raise DocumentError(path, "is out of range")
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise DocumentError(path, "must be a finite number")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_values(key, path)
-            _check_values(item, f"{path}.{key}" if path != "$" else str(key))
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            _check_values(item, f"{path}[{n}]")
+def _check_values(document: dict[str, Any]) -> None:
+    """Every string storable as text, every number within the policy every stored number meets
+    (engine.types.json_problem): whatever was accepted exports and imports back."""
+    found = json_problem(document)
+    if found:
+        where, problem = found
+        raise DocumentError(path_suffix(where).removeprefix(".") or "$", problem)
 
 
 def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
     """The document, checked: types, hashes, positions, and every hash ref resolving."""
     if not isinstance(document, dict):
         raise DocumentError("$", "a session document must be a JSON object")
-    _check_values(document, "$")
+    _check_values(document)
     if document.get("format") != "ottoweb.session":
         raise DocumentError("format", 'must be "ottoweb.session"')
     version = document.get("version")
@@ -249,9 +243,9 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         if _need(entry, path, "role", str) not in ROLES:
             raise DocumentError(f"{path}.role", f"must be one of {', '.join(ROLES)}")
         _need(entry, path, "protected", bool)
-        problem = meta_problem(_need(entry, path, "meta", dict))
-        if problem:
-            raise DocumentError(f"{path}.meta", problem)
+        found = meta_problem(_need(entry, path, "meta", dict))
+        if found:
+            raise DocumentError(f"{path}.meta{path_suffix(found[0])}", found[1])
         # Both optional (a version 1 document has neither): no name, and a turn with no time
         # happened when it is imported.
         problem = name_problem(_need(entry, path, "name", str, optional=True) or "")

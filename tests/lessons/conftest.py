@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
-from django.core.serializers.json import DjangoJSONEncoder
 
 from memory.engine.embeddings import EmbeddingUnavailable
+from memory.engine.types import format_moment
 from memory.services import embedding
 
 ERRORS = "/api/v1/lessons/errors"
@@ -14,8 +14,8 @@ DAY0 = datetime(2025, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def iso(moment: datetime) -> str:
-    """How the API writes a timestamp (Django's JSON encoder: ISO 8601, Z, milliseconds if any)."""
-    return DjangoJSONEncoder().default(moment)
+    """How the API writes a timestamp (ISO 8601, Z, microseconds if any: engine.types.format_moment)."""
+    return format_moment(moment)
 
 
 def resolved(tool: str = "bash", error: str = "OSError: [Errno 28] No space left on device", **extra):

@@ -223,7 +223,7 @@ def refusals(bad: str) -> list[tuple[str, str, object, str]]:
             "POST",
             "/api/v1/runs/fit",
             {"session": "s", "model": "openai:gpt-4o", "messages": [message]},
-            "messages",
+            "messages.0.content",
         ),
     ]
 
@@ -242,11 +242,7 @@ def test_nul_and_lone_surrogates_are_refused_in_every_field_and_nothing_is_writt
         answer = response.json()
         assert (path, response.status_code, answer["code"], answer["field"]) == (path, 422, "invalid", field)
         # A field with a length limit is refused by pydantic itself, in its own words.
-        assert answer["detail"] in (
-            f"{field}: {problem}",
-            f"{field}: {PYDANTIC_UNICODE}",
-            f"{field}: [0].content: {problem}",
-        )
+        assert answer["detail"] in (f"{field}: {problem}", f"{field}: {PYDANTIC_UNICODE}")
 
     assert all_rows() == before
 
@@ -278,7 +274,12 @@ def test_nul_in_an_imported_document_is_refused_naming_its_path(alice_api, store
 @pytest.mark.parametrize(
     ("key", "value", "detail"),
     [
-        ("turns", 2**70, "session.turns: is out of range"),
+        (
+            "turns",
+            2**70,
+            "session.turns: is out of range: a number must lie between -9,007,199,254,740,991 and "
+            "9,007,199,254,740,991 (2^53 - 1)",
+        ),
         ("title", SURROGATE, f"session.title: {SURROGATE_PROBLEM}"),
     ],
 )

@@ -3,9 +3,9 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from django.core.serializers.json import DjangoJSONEncoder
 
 from memory.engine.embeddings import MINILM_STAMP, EmbeddingUnavailable
+from memory.engine.types import format_moment
 from memory.models import ScopedMemory
 from memory.services import embedding
 
@@ -32,7 +32,7 @@ def recall(api, scope, query, **extra):
 
 
 def iso(moment) -> str:
-    return DjangoJSONEncoder().default(moment)
+    return format_moment(moment)
 
 
 def snapshot(user) -> list[tuple]:
@@ -411,7 +411,21 @@ SCOPE_ERRORS = [
         "domain must be a host name: letters, digits, '.', '-', '_' and ':'",
         "domain",
     ),
-    ({"conversationId": "c\n1"}, "conversationId must not contain control characters", "conversationId"),
+    (
+        {"conversationId": "c\n1"},
+        "conversationId must not contain control characters, line breaks or direction overrides (it holds U+000A)",
+        "conversationId",
+    ),
+    (
+        {"appName": "crm\u202egnp.exe", "domain": "acme.com"},
+        "appName must not contain control characters, line breaks or direction overrides (it holds U+202E)",
+        "appName",
+    ),
+    (
+        {"conversationId": "c\u20281"},
+        "conversationId must not contain control characters, line breaks or direction overrides (it holds U+2028)",
+        "conversationId",
+    ),
     ({"conversationId": "c" * 201}, "conversationId is 201 characters; the limit is 200", "conversationId"),
     ({"appName": 5, "domain": "acme.com"}, "appName: Input should be a valid string", "appName"),
 ]
