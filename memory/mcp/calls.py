@@ -1,12 +1,14 @@
 """One MCP tool call: whose it is, the service it runs, the error it becomes, the audit entry it leaves.
 
 Every tool runs through `run`. The caller is resolved from the bearer token the transport carried
-(never from an argument); a refused call becomes a tool error naming the argument, as the REST API
-names the field; every call, refused or not, is written to the audit trail on channel "mcp".
+(never from an argument); a refused call becomes a tool error whose text is the REST API's error
+body, `{"detail", "code", "field"}`, naming the argument in the tool's spelling; every call, refused
+or not, is written to the audit trail on channel "mcp".
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from collections.abc import Callable
@@ -15,18 +17,19 @@ from typing import Any, TypeVar
 
 from django.db import DatabaseError, close_old_connections
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, ValidationError
+from mcp.types import CallToolResult, TextContent
+from pydantic import ValidationError
 
 from memory.models import ApiToken
 from ottoweb import audit
-from ottoweb.errors import ServiceError
+from ottoweb.errors import ServiceError, invalid_value
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-M = TypeVar("M", bound=BaseModel)
 
-# The REST contract's field names, as the tools spell the same arguments.
+# The REST contract's field names, as the tools spell the same arguments, for the services' own
+# refusals (the tools' argument models already use the tools' names).
 ARGUMENT_NAMES = {
     "items": "turns",
     "appName": "app_name",
@@ -53,25 +56,50 @@ def argument_name(field: str) -> str:
     return _FIELD.sub(lambda m: ARGUMENT_NAMES[m.group(1)], field)
 
 
-class ServiceRefusal(Exception):
+@dataclass(frozen=True, slots=True)
+class ServiceRefusal:
     """A refused call, as the REST API would answer it: its status, code, detail and argument."""
 
-    def __init__(self, status: int, code: str, detail: str, field: str | None = None) -> None:
-        super().__init__(detail)
-        self.status, self.code, self.detail, self.field = status, code, detail, field
+    status: int
+    code: str
+    detail: str
+    field: str | None = None
+
+    def body(self) -> dict[str, str]:
+        """The REST API's error body: {"detail", "code"} and, when an argument is at fault, "field"."""
+        return {"detail": self.detail, "code": self.code, **({"field": self.field} if self.field else {})}
 
 
-def parsed(model: type[M], values: dict[str, Any]) -> M:
-    """`values` through the REST API's own request schema: the same checks, the same limits."""
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
-        message = (
-            "unknown argument" if first.get("type") == "extra_forbidden" else first.get("msg", "invalid")
-        )
-        raise ServiceRefusal(422, "invalid", message, argument_name(field)) from None
+class Refused(ToolError):
+    """A tool call refused; the server answers it as `refusal.body()` (`refusal_result`)."""
+
+    def __init__(self, refusal: ServiceRefusal) -> None:
+        super().__init__(refusal.detail)
+        self.refusal = refusal
+
+
+def unauthorized(detail: str) -> Refused:
+    return Refused(ServiceRefusal(401, "unauthorized", detail))
+
+
+def invalid_arguments(exc: ValidationError) -> ServiceRefusal:
+    """The SDK's refusal of a tool's arguments (its argument model's ValidationError) in the REST
+    API's words: the first error, its argument named as the tool spells it (`turns[0].meta.a`)."""
+    errors = exc.errors(include_url=False)
+    first = errors[0] if errors else {}
+    refused = invalid_value(first, first.get("loc", ()), whole="arguments", unknown="unknown argument")
+    return ServiceRefusal(refused.status, refused.code, refused.detail, refused.field)
+
+
+def refusal_result(refusal: ServiceRefusal) -> CallToolResult:
+    """A refused call as the tool's answer: an error result whose text, and structured content,
+    is the REST API's error body."""
+    body = refusal.body()
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+        is_error=True,
+    )
 
 
 def _refusal(exc: ServiceError) -> ServiceRefusal:
@@ -79,11 +107,6 @@ def _refusal(exc: ServiceError) -> ServiceRefusal:
     return ServiceRefusal(
         exc.status, exc.code, _FIELD.sub(lambda m: ARGUMENT_NAMES[m.group(1)], exc.detail), field
     )
-
-
-def _message(refusal: ServiceRefusal) -> str:
-    where = f"{refusal.field}: " if refusal.field else ""
-    return f"{where}{refusal.detail} (code: {refusal.code})"
 
 
 def run(
@@ -95,7 +118,8 @@ def run(
     object_ref: str = "",
 ) -> T:
     """`work(caller)` as one tool call: a fresh database connection if the old one is stale, refusals
-    as ToolError, and an audit entry with the status the REST API would have answered."""
+    raised as Refused (answered in the REST API's words), and an audit entry with the status the
+    REST API would have answered."""
     close_old_connections()
     who = caller()
     status = 200
@@ -103,15 +127,17 @@ def run(
         try:
             return work(who)
         except ServiceError as exc:
-            raise _refusal(exc) from None
+            raise Refused(_refusal(exc)) from None
         except DatabaseError as exc:
             log.error("mcp %s: database error: %s", tool, exc)
-            raise ServiceRefusal(
-                503, "db_unavailable", "the database cannot be used; nothing was changed, try again later"
+            raise Refused(
+                ServiceRefusal(
+                    503, "db_unavailable", "the database cannot be used; nothing was changed, try again later"
+                )
             ) from None
-    except ServiceRefusal as refusal:
-        status = refusal.status
-        raise ToolError(_message(refusal)) from None
+    except Refused as refused:
+        status = refused.refusal.status
+        raise
     except Exception:
         status = 500
         raise  # the SDK answers an error result without the exception's text, and logs it

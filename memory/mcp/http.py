@@ -15,7 +15,6 @@ import anyio.to_thread
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -23,7 +22,7 @@ from memory.auth import token_owner
 from memory.models import ApiToken
 from ottoweb import audit, throttle
 
-from .calls import Caller
+from .calls import Caller, unauthorized
 from .tools import build_server
 
 PATH = "/mcp"
@@ -36,7 +35,7 @@ def _identify(ctx: Context) -> Caller:
     request = ctx.request_context.request
     token = request.scope.get(TOKEN_KEY) if request is not None else None
     if not isinstance(token, ApiToken):  # only reachable past the gate, which always sets it
-        raise ToolError("unauthorized: no bearer token (code: unauthorized)")
+        raise unauthorized("no bearer token")
     return Caller(token, "http")
 
 

@@ -46,8 +46,7 @@ class AppendOutcome:
     compaction: dict[str, Any] | None
 
 
-def _check_item(item: NewItem, index: int | None = None) -> None:
-    where = "" if index is None else f"items[{index}]."
+def _check_item(item: NewItem, where: str) -> None:
     if item.role not in ROLES:
         raise Invalid(f"{where}role must be one of {', '.join(ROLES)}", field=f"{where}role")
     if item.kind not in KINDS:
@@ -119,15 +118,26 @@ def bounded_batches(items: Sequence[NewItem]) -> list[list[NewItem]]:
     return batches
 
 
-def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOutcome]:
+def _prefix(items: Sequence[NewItem], index: int, field: str | None) -> str:
+    """Where a refusal of `items[index]` names it: `items[2].` in a batch, nothing for a lone item,
+    or `<field>[2].` whatever the count when the caller names the list (an MCP tool's `turns`)."""
+    if field is None:
+        return f"items[{index}]." if len(items) > 1 else ""
+    return f"{field}[{index}]."
+
+
+def append_items(
+    *, session: Session, items: Sequence[NewItem], field: str | None = None
+) -> list[AppendOutcome]:
     """Append items in order, all or nothing; compact Y when an append overflows it.
 
     Every item is validated before anything is written, and pinned items against the session's
-    cap (`pins.check_pins`: TooManyPins). Each item is mirrored in the database in the transaction
-    that acknowledges it, so an acknowledged item survives any crash.
+    cap (`pins.check_pins`: TooManyPins); a refusal names the item as `_prefix` does. Each item is
+    mirrored in the database in the transaction that acknowledges it, so an acknowledged item
+    survives any crash.
     """
     for index, item in enumerate(items):
-        _check_item(item, index if len(items) > 1 else None)
+        _check_item(item, _prefix(items, index, field))
     outcomes: list[AppendOutcome] = []
     queues = {kind: queue_for(session, kind) for kind in dict.fromkeys(i.kind for i in items)}
     # Counted and hashed before the transaction: none of it needs the write lock.
@@ -144,7 +154,7 @@ def append_items(*, session: Session, items: Sequence[NewItem]) -> list[AppendOu
         for i in items
     ]
     pins = [
-        (draft.tokens, f"items[{index}].pinned" if len(items) > 1 else "pinned")
+        (draft.tokens, f"{_prefix(items, index, field)}pinned")
         for index, draft in enumerate(drafts)
         if draft.pinned
     ]

@@ -12,10 +12,9 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 
 from memory.auth import token_owner
-from memory.mcp.calls import Caller
+from memory.mcp.calls import Caller, unauthorized
 from memory.mcp.tools import build_server
 
 
@@ -33,7 +32,7 @@ class Command(BaseCommand):
         def identify(ctx: Context) -> Caller:
             row = token_owner(token)
             if row is None:
-                raise ToolError("unauthorized: OTTO_TOKEN was revoked (code: unauthorized)")
+                raise unauthorized("OTTO_TOKEN was revoked")
             return Caller(row, "stdio")
 
         build_server(identify).run("stdio")

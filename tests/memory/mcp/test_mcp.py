@@ -87,10 +87,13 @@ async def call(client: Client, tool: str, arguments: dict[str, Any] | None = Non
     return result.structured_content
 
 
-async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, str]:
+    """The refusal of a call: the REST API's error body, as the result's text and structured content."""
     result = await client.call_tool(tool, arguments)
     assert result.is_error, result.structured_content
-    return result.content[0].text  # type: ignore[union-attr]
+    body = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.structured_content == body
+    return body
 
 
 def turns(count: int) -> list[dict[str, str]]:
@@ -183,7 +186,7 @@ def test_mcp_tools_append_compact_recall_notes_and_lessons(server, transport):
 
 
 def test_mcp_bad_arguments_are_tool_errors_naming_the_argument_and_are_audited(server):
-    async def scenario(client: Client) -> list[str]:
+    async def scenario(client: Client) -> list[dict[str, str]]:
         return [
             await refused(
                 client, "append_turns", {"session": "bad args", "turns": [{"role": "user", "text": "x"}]}
@@ -202,13 +205,33 @@ def test_mcp_bad_arguments_are_tool_errors_naming_the_argument_and_are_audited(s
 
     messages = drive(over_http(server, server.token), scenario)
 
-    assert "session: session id must be 1-128 characters" in messages[0]
-    assert "text must not be empty" in messages[1]
-    assert "turns.0.role" in messages[2]
-    assert "no session 'nobody'" in messages[3] and "not_found" in messages[3]
-    assert "domain: app scope needs both app_name and domain; domain is missing" in messages[4]
-    assert "content" in messages[5] and "NUL" in messages[5]
-    assert "tool" in messages[6]
+    assert messages[0] == {
+        "detail": "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'",
+        "code": "invalid",
+        "field": "session",
+    }
+    assert messages[1] == {
+        "detail": "turns[0].text must not be empty",
+        "code": "invalid",
+        "field": "turns[0].text",
+    }
+    assert messages[2] == {
+        "detail": "turns[0].role: Input should be 'user', 'assistant', 'tool' or 'system'",
+        "code": "invalid",
+        "field": "turns[0].role",
+    }
+    assert messages[3] == {"detail": "no session 'nobody'", "code": "not_found"}
+    assert messages[4] == {
+        "detail": "app scope needs both app_name and domain; domain is missing",
+        "code": "invalid",
+        "field": "domain",
+    }
+    assert messages[5] == {
+        "detail": "content: must not contain NUL (\\u0000) characters",
+        "code": "invalid",
+        "field": "content",
+    }
+    assert (messages[6]["code"], messages[6]["field"]) == ("invalid", "tool")
     rows = server.read(
         "SELECT action, status, outcome FROM memory_auditentry WHERE channel = 'mcp' AND status >= 400"
     )
@@ -284,7 +307,7 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
 
     assert set(seen) == TOOLS
     for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn", "forget_note"):
-        assert "not_found" in seen[tool], (tool, seen[tool])
+        assert seen[tool]["code"] == "not_found", (tool, seen[tool])
     assert seen["list_sessions"]["count"] == 0
     assert seen["recall_notes"]["returned"] == 0
     assert seen["list_notes"]["count"] == 0
@@ -340,8 +363,12 @@ def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
     assert any(line.endswith(f": {rule}") for line in lines)
     assert any(line.endswith(f": {said}") for line in lines)
     assert got["unpinned"]["pinned"] is False
-    assert "no history turn at position 999" in got["missing"] and "not_found" in got["missing"]
-    assert "pinned: pinned must be false: a context item cannot be pinned" in got["context_item"]
+    assert got["missing"]["code"] == "not_found"
+    assert "no history turn at position 999" in got["missing"]["detail"]
+    assert got["context_item"]["field"] == "turns[0].pinned"
+    assert got["context_item"]["detail"].startswith(
+        "turns[0].pinned must be false: a context item cannot be pinned"
+    )
     pinned = server.read(
         "SELECT i.position FROM memory_item i JOIN memory_session s ON s.id = i.session_id "
         "WHERE s.sid = ? AND i.pinned = ?",
@@ -356,8 +383,11 @@ def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
     assert audited == [(200,), (200,), (404,)]
 
 
-def post_mcp(server: Instance, token: str | None) -> tuple[int, dict[str, str], dict[str, Any]]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+def post_mcp(
+    server: Instance, token: str | None, body: dict[str, Any] | None = None
+) -> tuple[int, dict[str, str], dict[str, Any]]:
+    """One JSON-RPC request as raw JSON (json.dumps writes NaN and Infinity as bare words)."""
+    body = body or {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     request = urllib.request.Request(f"{server.url}/mcp", data=json.dumps(body).encode(), method="POST")
     request.add_header("Content-Type", "application/json")
     request.add_header("Accept", "application/json, text/event-stream")
@@ -368,10 +398,54 @@ def post_mcp(server: Instance, token: str | None) -> tuple[int, dict[str, str], 
             return (
                 response.status,
                 {k.lower(): v for k, v in response.headers.items()},
-                json.loads(response.read()),
+                json.loads(response.read(), parse_constant=_no_constant),
             )
     except urllib.error.HTTPError as err:
         return err.code, {k.lower(): v for k, v in err.headers.items()}, json.loads(err.read())
+
+
+def _no_constant(constant: str) -> None:
+    raise AssertionError(f"{constant} in an answer: not JSON")
+
+
+def test_mcp_refuses_nan_infinity_and_integers_past_2_53_sent_on_the_wire_naming_the_argument(server):
+    def append(meta_json: str) -> dict[str, Any]:
+        turn = {"role": "user", "text": "numbers", "meta": {"a": 0}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "tools/call",
+            "params": {"name": "append_turns", "arguments": {"session": "wire", "turns": [turn]}},
+        }
+        raw = json.dumps(body).replace('{"a": 0}', meta_json).encode()
+        request = urllib.request.Request(f"{server.url}/mcp", data=raw, method="POST")
+        request.add_header("Content-Type", "application/json")
+        request.add_header("Accept", "application/json, text/event-stream")
+        request.add_header("Authorization", f"Bearer {server.token}")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read(), parse_constant=_no_constant)["result"]
+
+    answers = [append(meta) for meta in ('{"a": NaN}', '{"a": [1, -Infinity]}', f'{{"a": {2**60}}}')]
+
+    not_finite = "must be a finite number (NaN and Infinity are not JSON)"
+    assert [(a["isError"], a["structuredContent"]) for a in answers] == [
+        (True, {"detail": f"turns[0].meta.a: {not_finite}", "code": "invalid", "field": "turns[0].meta.a"}),
+        (
+            True,
+            {"detail": f"turns[0].meta.a[1]: {not_finite}", "code": "invalid", "field": "turns[0].meta.a[1]"},
+        ),
+        (
+            True,
+            {
+                "detail": "turns[0].meta.a: is out of range: a number must lie between -9,007,199,254,740,991 "
+                "and 9,007,199,254,740,991 (2^53 - 1)",
+                "code": "invalid",
+                "field": "turns[0].meta.a",
+            },
+        ),
+    ]
+    assert [json.loads(a["content"][0]["text"]) for a in answers] == [a["structuredContent"] for a in answers]
+    assert server.read("SELECT COUNT(*) FROM memory_session WHERE sid = ?", "wire") == [(0,)]
 
 
 def test_mcp_without_a_live_token_answers_401_with_the_discovery_header(server):
