@@ -66,7 +66,9 @@ def _secret_key() -> str:
 
 SECRET_KEY = _secret_key()
 DEBUG = envbool("OTTO_DEBUG", False)
-ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"] + [
+# Loopback only by default ("testserver", the test client's host, is added by Django's test setup,
+# never in production).
+ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]"] + [
     h for h in envstr("OTTO_ALLOWED_HOSTS", "").split(",") if h
 ]
 CSRF_TRUSTED_ORIGINS = [o for o in envstr("OTTO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
@@ -159,12 +161,14 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Django's four: "password", "12345678" or one's own username are refused.
+# Django's four: "password", "12345678" or one's own username are refused; and ours: a password of
+# fewer than five different characters ("aaaaaaaaaaaa").
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "ottoweb.passwords.VarietyValidator"},
 ]
 # Failed sign-ins (ottoweb/throttle.py): a client address is locked for one account after this many
 # failed logins at it, and for every account after this many failed logins (at any accounts) or bearer

@@ -14,6 +14,7 @@ from typing import Any
 import anyio.to_thread
 from django.conf import settings
 from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -62,9 +63,38 @@ def _refusal_wait(scope: Scope) -> int:
         close_old_connections()
 
 
+def _host(scope: Scope) -> str:
+    return dict(scope["headers"]).get(b"host", b"127.0.0.1").decode("latin-1")
+
+
 def _base_url(scope: Scope) -> str:
-    host = dict(scope["headers"]).get(b"host", b"127.0.0.1").decode("latin-1")
-    return f"{scope.get('scheme', 'http')}://{host}"
+    """This server's own address as the request names it; only called once the Host is allowed
+    (`_refusal`), so a forged Host never reaches the challenge or the metadata document."""
+    return f"{scope.get('scheme', 'http')}://{_host(scope)}"
+
+
+def _refusal(scope: Scope) -> tuple[int, dict[str, str]] | None:
+    """Why a request is refused before anything else, or None: a Host outside ALLOWED_HOSTS (as
+    Django refuses it), a browser Origin other than this server's own or a trusted one (a page on
+    another port of the same machine is another origin), and GET on /mcp (stateless JSON answers:
+    there is no event stream to open, MCP's spec lets a server say 405)."""
+    host = _host(scope)
+    if not validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS):
+        return 400, {"detail": "the Host header names no host this server answers for", "code": "bad_host"}
+    origin = dict(scope["headers"]).get(b"origin")
+    if origin is not None:
+        said = origin.decode("latin-1")
+        if said != _base_url(scope) and said not in settings.CSRF_TRUSTED_ORIGINS:
+            return 403, {
+                "detail": f"requests from the origin {said!r} are not accepted",
+                "code": "forbidden_origin",
+            }
+    if scope["method"] == "GET" and scope["path"].rstrip("/") == PATH:
+        return 405, {
+            "detail": "MCP here is stateless JSON over POST: no event stream",
+            "code": "method_not_allowed",
+        }
+    return None
 
 
 def _metadata(scope: Scope) -> dict[str, Any]:
@@ -98,6 +128,12 @@ class BearerGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
+            return
+        refused = _refusal(scope)
+        if refused is not None:
+            status, body = refused
+            headers = [(b"allow", b"POST")] if status == 405 else []
+            await _json(send, status, body, headers)
             return
         if scope["path"].startswith(METADATA_PATH):
             await _json(send, 200, _metadata(scope), [])

@@ -127,7 +127,12 @@ def test_a_link_user_sets_a_password_and_can_log_in_with_it(client):
 
 @pytest.mark.parametrize(
     "weak, reason",
-    [("password", "This password is too common."), ("38291746", "This password is entirely numeric.")],
+    [
+        ("password", "This password is too common."),
+        ("38291746", "This password is entirely numeric."),
+        ("aaaaaaaaaaaa", "This password uses fewer than 5 different characters."),
+        ("abababababab", "This password uses fewer than 5 different characters."),
+    ],
 )
 def test_a_common_or_numeric_password_is_refused(alice, weak, reason):
     client = Client()
