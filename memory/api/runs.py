@@ -6,7 +6,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Query, Router, Schema, Status
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from lessons.schemas import RecordOut
 from ottoweb.requests import ApiRequest
@@ -24,9 +25,17 @@ class PassThrough(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+# The bounds of a transcript's strings (README, Limits), far above what a real run sends. A call's
+# arguments are the model's writing, and no model writes more than about 128K tokens (some 500,000
+# characters) in one reply.
+MAX_ARGUMENTS_CHARS = 1_000_000
+# A message's text (or a text part's): about twice what the largest window in the table holds.
+MAX_CONTENT_CHARS = 8_000_000
+
+
 class ToolFunctionIn(PassThrough):
     name: str = Field(min_length=1, max_length=200)
-    arguments: str
+    arguments: str = Field(max_length=MAX_ARGUMENTS_CHARS)
 
 
 class ToolCallIn(PassThrough):
@@ -41,6 +50,23 @@ class ChatMessageIn(PassThrough):
     tool_calls: list[ToolCallIn] | None = None
     tool_call_id: str | None = Field(None, min_length=1, max_length=200)
     name: str | None = Field(None, max_length=200)
+
+    @field_validator("content")
+    @classmethod
+    def _bounded(cls, content: str | list[dict[str, Any]] | None) -> str | list[dict[str, Any]] | None:
+        parts = content if isinstance(content, list) else [{"text": content}]
+        for n, part in enumerate(parts):
+            text = part.get("text")
+            if isinstance(text, str) and len(text) > MAX_CONTENT_CHARS:
+                raise PydanticCustomError(
+                    "string_too_long",
+                    "String should have at most {max_length} characters",
+                    {
+                        "max_length": MAX_CONTENT_CHARS,
+                        "path": [n, "text"] if isinstance(content, list) else [],
+                    },
+                )
+        return content
 
 
 class ContextLengthErrorIn(StrictIn):

@@ -1,4 +1,9 @@
-"""What a provider's context-length error says: the model's limit and the size that overflowed."""
+"""What a provider's context-length error says: the model's limit and the size that overflowed.
+
+The message is the agent's to send, so reading it is bounded: only its first SCAN_CHARS characters
+are read, and every pattern runs in time linear in what it reads (docs/reliability.md, "Parsers of
+agent text").
+"""
 
 from __future__ import annotations
 
@@ -10,8 +15,15 @@ from dataclasses import dataclass
 # A learned limit outside this range is a parse accident, not a model.
 MIN_LIMIT = 1024
 MAX_LIMIT = 100_000_000
+# Every vendor states its numbers in the first sentence of the error; the rest is not read.
+SCAN_CHARS = 10_000
 
-_N = r"(\d{1,3}(?:[,_ ]\d{3})+|\d+)"
+# A number: at most 12 digits, plain ("8192") or in groups of three ("8,192", "1_048_576",
+# "200 000"); never a piece of a longer run of digits or groups, which is no window (and is never
+# converted: Python refuses to convert more than 4,300 digits). The lookarounds tie a number to the
+# start and end of its run, so a long run is tried once, not from each of its positions (which takes
+# time quadratic in the run's length), and the bounded repetitions keep each try short.
+_N = r"(?<![0-9])(?<![0-9][,_])([0-9]{1,3}(?:[,_ ][0-9]{3}){1,3}|[0-9]{1,12})(?![0-9])(?![,_][0-9])"
 # (pattern, group holding the limit, group holding the size that overflowed or 0), first match wins.
 _OVERFLOW_PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = tuple(
     (re.compile(p, re.IGNORECASE), limit, used)
@@ -46,7 +58,8 @@ _USED_PATTERNS = tuple(
 
 
 def _number(text: str) -> int:
-    return int(re.sub(r"[,_ ]", "", text))
+    # At most 12 digits (_N), so the conversion is cheap and cannot fail.
+    return int(text.replace(",", "").replace("_", "").replace(" ", ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +71,11 @@ class Overflow:
 
 
 def parse_overflow(message: str) -> Overflow:
-    """Read the limit (and, when stated, the prompt's size) out of a provider's overflow message."""
-    text = message or ""
+    """Read the limit (and, when stated, the prompt's size) out of a provider's overflow message.
+
+    Reads the first SCAN_CHARS characters, in time linear in them; never raises.
+    """
+    text = (message or "")[:SCAN_CHARS]
     limit: int | None = None
     used: int | None = None
     for pattern, limit_group, used_group in _OVERFLOW_PATTERNS:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from .. import tokens as tok
 from ..compaction import SourceItem, parse_reply
-from .judge import Judges
+from .judge import Judges, Verdict, heuristic_still_needed, heuristic_verdicts
 from .overflow import Overflow
 from .transcript import (
     ARGUMENT_TOKENS,
@@ -273,8 +273,12 @@ class _Fit:
                 bullets = keep + [excerpt(i.text, EXCERPT_TOKENS) for i in items if i.role != "bullet"]
         cap = self._summary_cap()
         # The oldest bullets go first: what they stood for is in the context tier (when stored).
-        while len(bullets) > 1 and sum(tok.count_tokens(f"- {b}") + 1 for b in bullets) > cap:
-            bullets.pop(0)
+        costs = [tok.count_tokens(f"- {b}") + 1 for b in bullets]
+        total, first = sum(costs), 0
+        while len(bullets) - first > 1 and total > cap:
+            total -= costs[first]
+            first += 1
+        bullets = bullets[first:]
         if bullets and tok.count_tokens(f"- {bullets[0]}") + 1 > cap:
             bullets[0] = excerpt(bullets[0], cap - 4)
         return [" ".join(b.split()) for b in bullets if b.strip()]
@@ -346,24 +350,39 @@ class _Fit:
         steps = [(p, u) for p, u in enumerate(self.units) if u.kind == "tool"]
         views = [self._step_view(p, u) for p, u in steps]
         request = self._request_text()
+        judge = self.judges.still_needed
+        verdicts: list[Verdict] | None = None
+        if judge is heuristic_still_needed:
+            # The offline judge's verdicts for every step in one pass: each step judged apart
+            # against all the later ones would take time quadratic in the run's length.
+            try:
+                verdicts = heuristic_verdicts(views, request)
+            except Exception as exc:  # as below: a judge that fails keeps every step
+                log.warning("still-needed judge failed (%s); keeping the steps", exc)
+                return False
         drop: list[Unit] = []
         for n, (_, unit) in enumerate(steps):
             if unit.latest or unit.has_write_todo():
                 continue
             try:
-                verdict = self.judges.still_needed(views[n], views[n + 1 :], request)
+                verdict = verdicts[n] if verdicts is not None else judge(views[n], views[n + 1 :], request)
             except Exception as exc:  # a judge that fails keeps the step: dropping needs confidence
                 log.warning("still-needed judge failed (%s); keeping the step", exc)
                 continue
             if not verdict.needed and verdict.confidence >= DROP_CONFIDENCE:
                 drop.append(unit)
-        changed = False
+        # Each drop is counted against a running total, and all are removed at once at the end.
+        units = sum(u.tokens for u in self.units)
+        chosen: list[Unit] = []
         for unit in drop:
-            if self.size() <= target:
+            if self.size(units) <= target:
                 break
-            self._drop([unit], TRIM_RATIO_STAGE)
-            changed = True
-        return changed
+            chosen.append(unit)
+            units -= unit.tokens
+            self.mark_removed()
+        if chosen:
+            self._drop(chosen, TRIM_RATIO_STAGE)
+        return bool(chosen)
 
     def _drop(self, units: Sequence[Unit], stage: str) -> None:
         ids = {id(u) for u in units}
@@ -375,30 +394,39 @@ class _Fit:
     def trim_fallback(self, target: int) -> bool:
         """Drop the oldest exchange until the target is met: two conversation messages at a time,
         then the oldest tool step with its results; the latest user request goes last of all."""
+        # The order never depends on what was dropped before, so it is laid out once and the size
+        # kept as a running total: re-listing the units after each drop would be quadratic.
+        order: list[list[Unit]] = []
+        for unit in self.units:
+            if unit.kind == "turn" and not unit.latest and not unit.request:
+                if not order or sum(len(u.msgs) for u in order[-1]) >= 2:
+                    order.append([])
+                order[-1].append(unit)
+        order += [[u] for u in self.units if u.kind == "tool" and not u.latest]
+        requests = [u for u in self.units if u.request and not u.latest]
+        if requests:
+            order.append(requests)
+        units = sum(u.tokens for u in self.units)
+        batches = iter(order)
+        dropped: list[Unit] = []
         changed = False
-        while self.size() > target:
-            turns = [u for u in self.units if u.kind == "turn" and not u.latest and not u.request]
-            if turns:
-                batch: list[Unit] = []
-                for unit in turns:
-                    batch.append(unit)
-                    if sum(len(u.msgs) for u in batch) >= 2:
-                        break
-                self._drop(batch, TRIM_FALLBACK)
+        while self.size(units) > target:
+            batch = next(batches, None)
+            if batch is not None:
+                for unit in batch:
+                    self.evict(unit, TRIM_FALLBACK)
+                dropped += batch
+                units -= sum(u.tokens for u in batch)
+                self.mark_removed()
+            elif self.summary:
+                # Last resort: the summary's oldest lines (their originals are stored, or say not).
+                self.summary.pop(0)
+                self.note_changed = True
             else:
-                steps = [u for u in self.units if u.kind == "tool" and not u.latest]
-                requests = [u for u in self.units if u.request and not u.latest]
-                if steps:
-                    self._drop(steps[:1], TRIM_FALLBACK)
-                elif requests:
-                    self._drop(requests, TRIM_FALLBACK)
-                elif self.summary:
-                    # Last resort: the summary's oldest lines (their originals are stored, or say not).
-                    self.summary.pop(0)
-                    self.note_changed = True
-                else:
-                    break
+                break
             changed = True
+        ids = {id(u) for u in dropped}
+        self.units = [u for u in self.units if id(u) not in ids]
         return changed
 
 
