@@ -75,7 +75,8 @@ class LocalSections(Report):
 
     def append_api(self, scale: Scale, token: str) -> dict[str, Any]:
         """The API in-process: routing, auth, ninja, no socket."""
-        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+        # A host production answers for (testserver is not one).
+        client = Client(HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_HOST="127.0.0.1")
         client.post("/api/v1/sessions", {"id": "bench-api"}, content_type="application/json")
         times = []
         for role, text in chatter(scale.service_appends, seed=6):

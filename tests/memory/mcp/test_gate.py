@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -35,7 +36,9 @@ def call(method: str, path: str, headers: dict[str, str]) -> tuple[int, dict[str
         "scheme": "http",
         "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
     }
-    asyncio.run(BearerGate(_inner)(scope, receive, send))
+    # A thread of its own: the browser tests' Playwright keeps an event loop running on this one.
+    with ThreadPoolExecutor(1) as runner:
+        runner.submit(asyncio.run, BearerGate(_inner)(scope, receive, send)).result()
     start, body = sent
     return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, json.loads(body["body"])
 
