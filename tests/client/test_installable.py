@@ -1,0 +1,84 @@
+"""The client is a package of its own: its wheel, built from the checkout, installs into a fresh
+virtual environment that holds nothing of the project, and recalls from a live server there."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.live import ROOT, Instance
+
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the package, not the database, is tested
+
+# Run by the fresh environment's Python with -I: no current directory, no PYTHONPATH, no user site.
+AGENT = textwrap.dedent(
+    """
+    import importlib.util, json, sys
+    from ottoweb_client import Ottoweb, OttowebError
+
+    url, token = sys.argv[1:3]
+    otto = Ottoweb(url, token)
+    otto.create_session("trip")
+    otto.append("trip", "user", "We land in Lisbon at 7:40 on Friday.", name="ada")
+    otto.append("trip", "assistant", "Noted: the hotel is in Alfama.")
+    found = otto.recall("trip", "When do we land in Lisbon?", match="keyword")
+    try:
+        otto.get_session("nobody")
+        refused = None
+    except OttowebError as e:
+        refused = e.code
+    print(json.dumps({
+        "client": importlib.util.find_spec("ottoweb_client").origin,
+        "project": [m for m in ("memory", "ottoweb", "django") if importlib.util.find_spec(m)],
+        "first": [turn["text"] for turn in found["results"]["history"][0]["turns"]],
+        "refused": refused,
+    }))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    instance = Instance(tmp_path_factory.mktemp("installable"), OTTO_COMPACTION="inline")
+    instance.start_web(production=True)
+    yield instance
+    instance.close()
+
+
+def run(*argv: str | Path, cwd: Path) -> str:
+    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_wheel_installs_into_a_fresh_environment_and_recalls_from_a_live_server(server, tmp_path):
+    wheels = tmp_path / "wheels"
+    # Offline: the build uses this environment's setuptools; the package needs nothing else.
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--no-deps",
+        "--no-build-isolation",
+        "-w",
+        wheels,
+        ROOT / "clients" / "python",
+        cwd=tmp_path,
+    )
+    (wheel,) = wheels.glob("ottoweb_client-*.whl")
+    fresh = tmp_path / "agent-env"
+    run(sys.executable, "-m", "venv", fresh, cwd=tmp_path)
+    run(fresh / "bin" / "python", "-m", "pip", "install", "--no-index", "--no-deps", wheel, cwd=tmp_path)
+
+    out = json.loads(run(fresh / "bin" / "python", "-I", "-c", AGENT, server.url, server.token, cwd=tmp_path))
+
+    assert Path(out["client"]).is_relative_to(fresh)  # the installed copy, not the checkout's
+    assert out["project"] == []  # nothing of the project (nor Django) in that environment
+    assert "We land in Lisbon at 7:40 on Friday." in out["first"]
+    assert out["refused"] == "not_found"
