@@ -1,7 +1,9 @@
 """LoCoMo replay and scoring for `manage.py eval_memory` (no Django here: plain data in, figures out).
 
 Format and quirks: docs/evaluation.md, "The data". Category numbers: 1 multi-hop, 2 temporal,
-3 open-domain, 4 single-hop, 5 adversarial (not scored: there is no evidence to find).
+3 open-domain, 4 single-hop, 5 adversarial (not scored: there is no evidence to find); the agent work
+sessions (worksessions.py) add 6 paraphrase, 7 first-person and 8 decision, and a turn of theirs may
+carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay is unchanged).
 """
 
 from __future__ import annotations
@@ -14,7 +16,17 @@ from datetime import UTC, datetime
 from itertools import combinations
 from typing import Any
 
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CATEGORIES = {
+    1: "multi-hop",
+    2: "temporal",
+    3: "open-domain",
+    4: "single-hop",
+    6: "paraphrase",
+    7: "first-person",
+    8: "decision",
+}
+# LoCoMo's: always in a report; the others only when some question is of them.
+LOCOMO_CATEGORIES = (1, 2, 3, 4)
 _DIA = re.compile(r"^D(\d+):(\d+)$")
 
 
@@ -25,6 +37,9 @@ class LocomoTurn:
     text: str
     session: int
     date: str
+    # The turn's own role ("user", "assistant", "tool") and name, where the data gives them.
+    role: str = ""
+    name: str = ""
 
     @property
     def occurred_at(self) -> datetime | None:
@@ -93,7 +108,9 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                 speaker=t["speaker"],
                 text=turn_text(t),
                 session=n,
-                date=str(conv.get(f"session_{n}_date_time", "")),
+                date=str(t.get("date_time") or conv.get(f"session_{n}_date_time", "")),
+                role=str(t.get("role", "")),
+                name=str(t.get("name", "")),
             )
             for n in numbers
             for t in conv[f"session_{n}"]
@@ -127,6 +144,23 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                 )
         conversations.append(item)
     return conversations
+
+
+def role_of(conv: Conversation, turn: LocomoTurn) -> str:
+    """The role a replay gives a turn: its own where the data gives one, else "user" for the
+    first speaker and "assistant" for the other (LoCoMo's two people)."""
+    return turn.role or ("user" if turn.speaker == conv.speakers[0] else "assistant")
+
+
+def name_of(turn: LocomoTurn) -> str:
+    """The name a replay gives a turn: its own where the data gives one, else its speaker."""
+    return turn.name or turn.speaker
+
+
+def shown(numbers: Iterable[int]) -> dict[int, str]:
+    """The categories a report has rows for: LoCoMo's four always, the others when asked."""
+    present = set(numbers)
+    return {n: name for n, name in CATEGORIES.items() if n in LOCOMO_CATEGORIES or n in present}
 
 
 @dataclass(slots=True)
@@ -177,7 +211,7 @@ def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "overall": overall,
         "categories": {
             name: summarise([o for o in outcomes if o.category == number])
-            for number, name in CATEGORIES.items()
+            for number, name in shown(o.category for o in outcomes).items()
         },
     }
 
@@ -194,7 +228,8 @@ def leave_two_out(outcomes: Sequence[Outcome]) -> dict[str, Any] | None:
         return None
     pairs = list(combinations(names, 2))
     figures: dict[str, Any] = {"splits": len(pairs), "pairs": [list(p) for p in pairs]}
-    for label, number in (("overall", None), *((name, n) for n, name in CATEGORIES.items())):
+    categories = shown(o.category for o in outcomes)
+    for label, number in (("overall", None), *((name, n) for n, name in categories.items())):
         scores = []
         for pair in pairs:
             chosen = [o for o in outcomes if o.conversation in pair and number in (None, o.category)]
@@ -213,7 +248,7 @@ def table(figures: dict[str, Any]) -> str:
     """The printed table: one row per category and overall."""
     head = f"{'category':<12} {'n':>5} {'store':>7} {'strict':>7} {'per-turn':>9} {'tokens':>7} {'p50 ms':>7} {'p95 ms':>7}"
     rows = [head, "-" * len(head)]
-    entries = [(name, figures["categories"][name]) for name in CATEGORIES.values()]
+    entries = list(figures["categories"].items())
     entries.append(("overall", {**figures["overall"], "n": figures["n"]}))
     for name, f in entries:
         rows.append(
@@ -226,7 +261,7 @@ def table(figures: dict[str, Any]) -> str:
         rows.append(f"leave-two-out strict, {held['splits']} splits (3 conversations in, 2 scored):")
         head = f"{'category':<12} {'mean':>7} {'min':>7} {'max':>7} {'sd':>6}"
         rows += [head, "-" * len(head)]
-        for name in (*CATEGORIES.values(), "overall"):
+        for name in (*figures["categories"], "overall"):
             f = held[name]
             rows.append(f"{name:<12} {f['mean']:>6.1f}% {f['min']:>6.1f}% {f['max']:>6.1f}% {f['sd']:>6.1f}")
     return "\n".join(rows)

@@ -1,7 +1,8 @@
 """LoCoMo through the public HTTP API only, as an agent would use it (`eval_memory --via-api`).
 
 A conversation becomes a session: one batch append per LoCoMo sitting, each turn with its speaker
-as `name`, the sitting's time as `occurred_at` and its dialogue id in `meta`; then the eval waits
+as `name` (or its own role and name where the data gives them: locomo.role_of, name_of), the
+sitting's (or the turn's own) time as `occurred_at` and its dialogue id in `meta`; then the eval waits
 for the compaction jobs the appends started and for the worker's vectors (`GET /sessions/{id}`'s
 `unembedded`), and asks every question through `POST …/recall`.
 """
@@ -52,9 +53,9 @@ def replay(
         turns = list(sitting)
         items = [
             {
-                "role": "user" if turn.speaker == conv.speakers[0] else "assistant",
+                "role": locomo.role_of(conv, turn),
                 "text": turn.text,
-                "name": turn.speaker,
+                "name": locomo.name_of(turn),
                 "meta": {"dia_id": turn.dia_id},
                 # Both LoCoMo speakers are people; protecting one side would keep half the
                 # conversation verbatim and measure nothing about compaction.

@@ -39,15 +39,15 @@ def contains(text: str, answer: str) -> bool:
 
 
 def role_of(conv: locomo.Conversation, turn: locomo.LocomoTurn) -> str:
-    """The role a replay gives a LoCoMo turn (the first speaker is the user)."""
-    return "user" if turn.speaker == conv.speakers[0] else "assistant"
+    """The role a replay gives a turn (its own, else the first speaker is the user: locomo.role_of)."""
+    return locomo.role_of(conv, turn)
 
 
 def render_turns(conv: locomo.Conversation, turns: Sequence[locomo.LocomoTurn]) -> str:
     """The turns as the prompt view renders raw turns: role, speaker, the day where it changes."""
     entries, day = [], ""
     for turn in turns:
-        label, day = turn_label(role_of(conv, turn), turn.speaker, turn.occurred_at, day)
+        label, day = turn_label(role_of(conv, turn), locomo.name_of(turn), turn.occurred_at, day)
         entries.append(render_entry(label, turn.text))
     return "\n".join(entries)
 
@@ -147,7 +147,7 @@ def report(outcomes: Sequence[Outcome], readings: Sequence[Reading]) -> dict[str
         "overall": figures(outcomes),
         "categories": {
             name: figures([o for o in outcomes if o.category == number])
-            for number, name in locomo.CATEGORIES.items()
+            for number, name in locomo.shown(o.category for o in outcomes).items()
         },
         "view_tokens": {
             "mean": round(statistics.fmean(view_tokens), 1) if view_tokens else 0.0,
@@ -176,7 +176,7 @@ def table(figures: dict[str, Any]) -> str:
     """The printed table: one row per category and overall, a column per text scored."""
     head = f"{'category':<12} {'n':>5} {'view':>7} {'recent, same size':>18} {'recent, X + Y':>14}"
     rows = [head, "-" * len(head)]
-    entries = [(name, figures["categories"][name]) for name in locomo.CATEGORIES.values()]
+    entries = list(figures["categories"].items())
     entries.append(("overall", figures["overall"]))
     for name, f in entries:
         rows.append(

@@ -275,14 +275,14 @@ def _replay(conv: locomo.Conversation, user: Any, x_budget: int, y_budget: int) 
     )
     position_of: dict[str, int] = {}
     for turn in conv.turns:
-        role = "user" if turn.speaker == conv.speakers[0] else "assistant"
         # Both LoCoMo speakers are people; protecting one side would keep half the conversation
-        # verbatim and measure nothing about compaction.
+        # verbatim and measure nothing about compaction. A turn's own role and name (the work
+        # sessions') are used as the API path uses them (locomo.role_of, name_of).
         item = services.NewItem(
-            role=role,
+            role=locomo.role_of(conv, turn),
             text=turn.text,
             protected=False,
-            name=turn.speaker,
+            name=locomo.name_of(turn),
             occurred_at=turn.occurred_at,
             meta={"dia_id": turn.dia_id},
         )

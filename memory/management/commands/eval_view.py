@@ -119,7 +119,7 @@ class _EngineReader:
                 ev.role_of(conv, turn),
                 turn.text,
                 protected=False,
-                name=turn.speaker,
+                name=locomo.name_of(turn),
                 occurred_at=turn.occurred_at,
             )
             if appended.needs_compaction:
