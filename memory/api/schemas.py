@@ -135,6 +135,11 @@ class TurnOut(Schema):
     pinned: bool
 
 
+class PoppedOut(Schema):
+    # The turn taken back, or null when the session held none.
+    item: TurnOut | None
+
+
 class PinIn(StrictIn):
     pinned: bool = Field(..., description="true: keep the turn verbatim in the view; false: unpin it")
 

@@ -32,6 +32,7 @@ from .schemas import (
     KindName,
     MemoryActionIn,
     PinIn,
+    PoppedOut,
     RecallIn,
     RecallOut,
     ReembedIn,
@@ -187,6 +188,15 @@ def pin_turn(request: ApiRequest, sid: str, position: int, body: PinIn):
     session's cap (OTTO_MAX_PINS turns, or its protected share of Y in tokens)."""
     item = services.set_pinned(session=get_session(request, sid), position=position, pinned=body.pinned)
     return turn_dict(item)
+
+
+@router.post("/sessions/{sid}/items/pop", response={200: PoppedOut, **ERRORS})
+def pop_turn(request: ApiRequest, sid: str):
+    """Remove the newest history turn, as if it had never been appended (its position is the next
+    one again; export and import stay whole), and answer it; `{"item": null}` when the session
+    holds no turn. 409 conflict: that turn has left X (compacted, or in Y raw), so it stays."""
+    item = services.pop_last_item(session=get_session(request, sid))
+    return {"item": None if item is None else turn_dict(item)}
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})

@@ -35,7 +35,15 @@ from .embedding import (
     reembed_session,
     session_embedder,
 )
-from .items import AppendOutcome, NewItem, append_items, bounded_batches, check_batch, store_context_items
+from .items import (
+    AppendOutcome,
+    NewItem,
+    append_items,
+    bounded_batches,
+    check_batch,
+    pop_last_item,
+    store_context_items,
+)
 from .jobs import (
     JOB_LEASE,
     JobBusy,
@@ -99,6 +107,7 @@ __all__ = [
     "run_reembed_job",
     "run_store_job",
     "session_embedder",
+    "pop_last_item",
     "set_pinned",
     "store_context_items",
     "summarizer_for",

@@ -1,4 +1,5 @@
-"""Appending items to a session: each checked, batches bounded, all or nothing."""
+"""Appending items to a session (each checked, batches bounded, all or nothing), and taking the
+newest back."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ottoweb.errors import Invalid, TooLarge
+from ottoweb.errors import Conflict, Invalid, TooLarge
 
 from ..engine.hashing import content_hash
 from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
-from ..models import Item, Session
-from ..storage import DjangoTierStore, lookups
+from ..models import TIER_ARCHIVED, TIER_X, Chunk, Item, Session, TierState
+from ..storage import DjangoTierStore, fts_delete, lookups, vec_delete
 from .compaction import compact_overflow, queue_for
 from .embedding import schedule_embedding
 from .pins import check_pins
@@ -210,3 +211,36 @@ def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:
             append_items(session=session, items=fresh)
         stored += len(fresh)
     return stored
+
+
+def pop_last_item(*, session: Session) -> Item | None:
+    """Remove the session's newest history turn and return its row (its chunk loaded), as if it had
+    never been appended: its position is the next one again, so the session's export lists
+    positions without a gap and imports back. None when the session holds no turn.
+
+    Only a turn still in X can go: one in Y raw may be in a compaction's plan, and an archived one
+    is cited by the summary (Conflict, nothing written). Its chunk goes too unless another turn of
+    the same text still holds it (the summary cites archived turns only, never this one).
+    """
+    with transaction.atomic():
+        # The tiers' lock, as every write to them takes first: no append or compaction in between.
+        state = lookups.tier_state(session.pk, "history", lock=True)
+        item = (
+            Item.objects.of_kind(session, "history").select_related("chunk").order_by("-position").first()
+            if state is not None
+            else None
+        )
+        if item is None:
+            return None
+        if item.tier != TIER_X:
+            raise Conflict(
+                f"the newest turn (position {item.position}) has left X for the "
+                f"{'summary' if item.tier == TIER_ARCHIVED else 'older raw tier'}; only a turn still in X can be popped"
+            )
+        fts_delete([item.pk])
+        vec_delete([item.pk])
+        Item.objects.filter(pk=item.pk).delete()
+        Chunk.objects.filter(pk=item.chunk_id, items__isnull=True).delete()
+        TierState.objects.filter(pk=state.pk).update(next_position=item.position)
+        Session.objects.filter(pk=session.pk).update(turns=F("turns") - 1, updated_at=timezone.now())
+    return item

@@ -20,6 +20,7 @@ from .types import (
     JobOut,
     NoteListOut,
     NotStoredOut,
+    PoppedOut,
     RecallOut,
     RecordListOut,
     RecordOut,
@@ -66,6 +67,7 @@ OPERATIONS: dict[str, Operation] = {
     "append": Operation("POST", "/sessions/{sid}/items", "ItemIn", "AppendOut"),
     "append_batch": Operation("POST", "/sessions/{sid}/items/batch", "BatchIn", "BatchOut"),
     "pin": Operation("POST", "/sessions/{sid}/items/{position}/pin", "PinIn", "TurnOut"),
+    "pop": Operation("POST", "/sessions/{sid}/items/pop", None, "PoppedOut"),
     "context": Operation("GET", "/sessions/{sid}/context", None, "ContextOut", ("kind",)),
     "recall": Operation("POST", "/sessions/{sid}/recall", "RecallIn", "RecallOut"),
     "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
@@ -209,6 +211,11 @@ class Ottoweb:
         """Keep the history turn at `position` verbatim in the view until unpinned (`pinned=False`);
         the turn. Past the session's cap: OttowebError `too_many_pins`."""
         return cast(TurnOut, self._call("pin", {"pinned": pinned}, sid=session_id, position=position))
+
+    def pop(self, session_id: str) -> TurnOut | None:
+        """Take the newest turn back, as if it had never been appended; None when the session holds
+        no turn. A turn that has left X (compacted) stays: OttowebError `conflict`."""
+        return cast(PoppedOut, self._call("pop", sid=session_id))["item"]
 
     def context(self, session_id: str, *, kind: Literal["history", "context"] | None = None) -> ContextOut:
         return cast(ContextOut, self._call("context", query={"kind": kind}, sid=session_id))

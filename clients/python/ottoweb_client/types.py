@@ -93,6 +93,10 @@ class Budgets(TypedDict):
     y: int
 
 
+class PoppedOut(TypedDict):
+    item: TurnOut | None
+
+
 class ContextOut(TypedDict):
     kind: Kind
     bullets: list[BulletOut]
