@@ -39,6 +39,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy memory/engine memory/evaluation/compaction.py memory/evaluation/synthetic.py
+	$(BIN)/mypy clients/python/ottoweb_client
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 browser-deps:

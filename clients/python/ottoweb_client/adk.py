@@ -149,7 +149,7 @@ def _entry(turn: RecallTurn) -> MemoryEntry:
     )
 
 
-class OttowebMemoryService(BaseMemoryService):
+class OttowebMemoryService(BaseMemoryService):  # type: ignore[misc]  # google.adk is untyped
     """ADK memory on ottoweb. `max_tokens` bounds what one search returns (server default: none)."""
 
     def __init__(self, client: Ottoweb, *, max_tokens: int | None = None) -> None:
