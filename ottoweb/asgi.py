@@ -20,6 +20,10 @@ from starlette.responses import PlainTextResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from ottoweb.heap import ReleaseAfterLargeRequests, tune_malloc
+
+# Before any thread starts or any request is read: large buffers are handed back when freed.
+tune_malloc()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ottoweb.settings")
 # As in wsgi.py: one onnxruntime thread per query embedding in the web process.
 os.environ.setdefault("OTTO_EMBED_THREADS", "1")
@@ -47,7 +51,7 @@ def _static_files() -> StaticFiles:
 static = _static_files()
 
 
-async def application(scope: Scope, receive: Receive, send: Send) -> None:
+async def route(scope: Scope, receive: Receive, send: Send) -> None:
     if scope["type"] == "lifespan":
         # Django takes no lifespan events; the MCP session manager starts and stops with the server.
         await mcp(scope, receive, send)
@@ -62,3 +66,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
             await PlainTextResponse(exc.detail, status_code=exc.status_code)(scope, receive, send)
     else:
         await django_app(scope, receive, send)
+
+
+# After a request that moved megabytes, the pages its buffers used go back to the system.
+application = ReleaseAfterLargeRequests(route)

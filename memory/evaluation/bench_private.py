@@ -63,6 +63,7 @@ class PrivateRun:
         keep_data: bool,
         load: float = 0.0,
         contention: float = 0.0,
+        memory: bool = False,
         **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         folder = Path(tempfile.mkdtemp(prefix="ottoweb-bench-")).resolve()
@@ -81,6 +82,7 @@ class PrivateRun:
         argv += ["--profile"] if profile else []
         argv += ["--load", str(load)] if load else []
         argv += ["--contention", str(contention)] if contention else []
+        argv += ["--memory"] if memory else []
         argv += ["--json", str(Path(json_out).resolve())] if json_out else []
         self.stdout.write(f"bench: private data folder {folder}")
         child: subprocess.Popen[str] | None = None

@@ -34,7 +34,8 @@ in-process recalls are built through `services.append_items` in batches at the d
 compacting inline (no worker is involved), so they carry real compaction generations.
 
 The sections are mixins under memory/evaluation/: `bench_local.py` (in-process), `bench_server.py`
-(a real web server and worker), `bench_private.py` (the parent's private data folder), and
+(a real web server and worker), `bench_memory.py` (`--memory`: both processes' memory under the
+largest requests), `bench_private.py` (the parent's private data folder), and
 `bench_common.py` (scale, latency summaries, the printed line).
 """
 
@@ -56,6 +57,7 @@ from django.core.management.base import BaseCommand, CommandError
 from memory import services
 from memory.evaluation.bench_common import Scale
 from memory.evaluation.bench_local import LocalSections
+from memory.evaluation.bench_memory import MemorySections
 from memory.evaluation.bench_private import CHILD_FLAG, PrivateRun
 from memory.evaluation.bench_server import ServerSections
 from memory.services import embedding
@@ -72,7 +74,7 @@ def _exit_once(*_: object) -> None:
     sys.exit(143)
 
 
-class Command(PrivateRun, LocalSections, ServerSections, BaseCommand):
+class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCommand):
     help = "Print append, compaction, recall and memory figures (on a private temporary database)."
 
     def add_arguments(self, parser):  # type: ignore[no-untyped-def]
@@ -95,6 +97,12 @@ class Command(PrivateRun, LocalSections, ServerSections, BaseCommand):
             default=0.0,
             help="only this: for this many seconds one user sends the largest accepted batch and "
             "/runs/fit in a loop while another appends (p50/p95 of the other's appends)",
+        )
+        parser.add_argument(
+            "--memory",
+            action="store_true",
+            help="only this: the web process's and the worker's resident sets under the largest "
+            "/runs/fit, a 30 MB MCP body and large recalls, and after them (--quick: small probes)",
         )
         parser.add_argument(
             "--load",
@@ -130,11 +138,16 @@ class Command(PrivateRun, LocalSections, ServerSections, BaseCommand):
         profile: bool,
         load: float = 0.0,
         contention: float = 0.0,
+        memory: bool = False,
         **_: Any,
     ) -> None:  # type: ignore[no-untyped-def]
         call_command("migrate", verbosity=0, interactive=False)
-        if contention:
-            figures = {"load_before": self.load("before"), "contention": self.contention(contention)}
+        if contention or memory:
+            figures = {"load_before": self.load("before")}
+            if contention:
+                figures["contention"] = self.contention(contention)
+            else:
+                figures["memory"] = self.memory_ceiling(quick)
             figures["load_after"] = self.load("after")
             if json_out:
                 Path(json_out).write_text(json.dumps(figures, indent=2) + "\n")

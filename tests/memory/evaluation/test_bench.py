@@ -79,3 +79,31 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
 def test_bench_refuses_sizes_that_are_not_chunk_counts():
     with pytest.raises(CommandError, match="comma-separated chunk counts"):
         call_command("bench", "--sizes", "1k,5k", stdout=io.StringIO())
+
+
+@pytest.mark.slow
+@pytest.mark.sqlite_pass  # the processes' memory, not the database, is what it reads
+def test_bench_memory_quick_reads_both_processes_after_every_probe(tmp_path):
+    out = io.StringIO()
+    target = tmp_path / "memory.json"
+
+    call_command("bench", "--memory", "--quick", "--json", str(target), stdout=out)
+
+    lines = out.getvalue().splitlines()
+    for label in (
+        "memory started",
+        "memory warm",
+        "memory fit idle",
+        "memory mcp idle",
+        "memory recall idle",
+    ):
+        assert [line for line in lines if re.match(rf"^{label}: web \d+ MB, worker \d+ MB", line)], label
+    assert [line for line in lines if re.match(r"^memory ceiling: web peak \d+ MB, worker peak \d+ MB", line)]
+    figures = json.loads(target.read_text())["memory"]
+    # Every probe was answered as the limits say (the MCP body within the limit is taken whole).
+    assert figures["fit"]["statuses"] == {"200": 1}
+    assert figures["mcp"]["answers"] == ["200 ok"]
+    assert figures["recall"]["statuses"] == {"200": 2}
+    for kind in ("fit", "mcp", "recall"):
+        sample = figures[kind]["after"][0]
+        assert sample["web_peak"] >= sample["web"] > 0 and sample["worker_peak"] >= sample["worker"] > 0
