@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 
 from . import services
-from .engine import bm25, expansion, retrieval
+from .engine import bm25, expansion, questions, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors, WordLlamaBackend, get_embedder
 from .models import TIER_ARCHIVED, TIER_X, TIER_Y, Bullet, Item, ItemVector, Job, Session
 from .storage import (
@@ -84,7 +84,7 @@ TIME_BOOST = 0.6
 # ranking at this weight: a question names "activities", the turn says "pottery".
 EXPANSION_WEIGHT = 1.0
 # A question naming one speaker is also asked as that speaker would ask it ("What do I do to
-# destress?", retrieval.first_person), and that question's dense ranking counts this much: people
+# destress?", questions.first_person), and that question's dense ranking counts this much: people
 # speak of themselves as "I", while the vectors near "Melanie" are the turns said *to* her.
 # LoCoMo dev: 88.7 → 89.7 %, multi-hop 62 → 67 %; weights 1–3 all gain (docs/evaluation.md).
 FIRST_PERSON_WEIGHT = 2.0
@@ -249,9 +249,9 @@ def _speakers_named(sc: _Scope, query: str) -> set[str]:
     if kind != "history":
         # Tools' and agents' names ("pytest", "bash"): any word of the question that is one.
         return candidates
-    # People's names as `retrieval.names_speaker` reads them: "Where will Ana go?" does not name
+    # People's names as `questions.names_speaker` reads them: "Where will Ana go?" does not name
     # a speaker Will, nor "What did the user say?" a speaker "user".
-    return {n for n in candidates if retrieval.names_speaker(query, n)}
+    return {n for n in candidates if questions.names_speaker(query, n)}
 
 
 def _feedback_terms(item_ids: Sequence[int], query: str) -> str:
@@ -292,7 +292,7 @@ def _boost_named(
     sc: _Scope, named: set[str], query: str, ranked: list[tuple[str, int, float]]
 ) -> list[tuple[str, int, float]]:
     """Turns by a speaker the question names, and turns of a month or year it names, rank higher."""
-    times = retrieval.named_times(query)
+    times = questions.named_times(query)
     if not (named or times) or not ranked:
         return ranked
     # Both read with the ranked items' positions (_Scope.candidates): no other query.
@@ -300,7 +300,7 @@ def _boost_named(
 
     def factor(position: int) -> float:
         f = 1 + SPEAKER_BOOST if named and speaker_of.get(position) in named else 1.0
-        if times and retrieval.in_named_time(when_of.get(position), times):
+        if times and questions.in_named_time(when_of.get(position), times):
             f *= 1 + TIME_BOOST
         return f
 
@@ -523,10 +523,10 @@ def recall(
     bounds = Bounds(since=since, until=until)
     scopes = {k: _Scope(session, k, bounds) for k in ("history", "context")}
     named = {k: _speakers_named(scopes[k], query) for k in kinds} if match == "semantic" else {}
-    # Of two people named, the question is about its subject (retrieval.speakers_asked_about):
+    # Of two people named, the question is about its subject (questions.speakers_asked_about):
     # measured on conversations; context's names are tools', each named one as much as another.
     about = {
-        k: retrieval.speakers_asked_about(query, names) if k == "history" else names
+        k: questions.speakers_asked_about(query, names) if k == "history" else names
         for k, names in named.items()
     }
     # A question about one speaker is also asked as they would ask it; "I" would stand for whom,
@@ -535,7 +535,7 @@ def recall(
     own = None
     if len(about.get("history", ())) == 1:
         speaker = next(iter(about["history"]))
-        own = retrieval.first_person(query, speaker, pronouns=len(named["history"]) == 1)
+        own = questions.first_person(query, speaker, pronouns=len(named["history"]) == 1)
     # Both questions in one model call (a batch of two costs ≈ 1.4 of one; two calls side by
     # side on two cores, ≈ 2).
     asked = [query] if own is None else [query, own]
