@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from ottoweb_client import Ottoweb, OttowebError
+
 from tests.live import Instance, free_port
 
 pytestmark = pytest.mark.slow

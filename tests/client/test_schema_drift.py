@@ -11,11 +11,11 @@ from __future__ import annotations
 import inspect
 import typing
 
-import pytest
-
 import ottoweb_client.types as types
-from ottoweb.api import api
+import pytest
 from ottoweb_client import OPERATIONS, Ottoweb
+
+from ottoweb.api import api
 
 PREFIX = "/api/v1"
 COVERED_TAGS = {"sessions", "lessons", "scoped memory"}
