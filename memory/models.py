@@ -405,7 +405,8 @@ class AuditEntry(models.Model):
 
 
 class AuthFailure(models.Model):
-    """Failed sign-ins of one key — an account, or a client address — and its lock-out (ottoweb/throttle.py).
+    """Failed sign-ins of one key — a (client address, username) pair, or an address alone — and its
+    lock-out (ottoweb/throttle.py; no account is ever locked as such).
 
     Written only when an attempt fails (and deleted when a password login succeeds after
     failures): a successful request writes nothing here.

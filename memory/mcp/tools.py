@@ -1,4 +1,4 @@
-"""The MCP tools, one function each, each a call of the same service as its REST twin (../shared/API.md).
+"""The MCP tools, one function each, each a call of the same service as its REST twin (docs/api.md).
 
 `build_server(identify)` registers them on one MCPServer; `identify` says whose call it is (the
 HTTP transport's bearer token, or OTTO_TOKEN for stdio). No tool takes a user, token or owner
