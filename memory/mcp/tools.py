@@ -60,6 +60,8 @@ WRITE = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHin
 # A write that may be repeated to the same effect (pin, unpin).
 SET = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 DESTROY = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True, openWorldHint=False)
+# A removal that takes another turn each time it is called.
+TAKE = ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=False, openWorldHint=False)
 
 Who = Callable[[Context], Caller]
 
@@ -122,6 +124,17 @@ def _session_tools(who: Who) -> list[Tool]:
             return {"session": args.session, **_json(turn_dict(item))}
 
         return run(lambda: who(ctx), "pin_turn", work, session=args.session)
+
+    def pop_turn(args: SessionArguments, ctx: Context) -> dict[str, Any]:
+        """Take back the newest turn of the session, as if it had never been sent (a retried or
+        cancelled step); the turn, or turn null when there is none. A turn already compacted into
+        the summary stays: the call is refused."""
+
+        def work(caller: Caller) -> dict[str, Any]:
+            item = services.pop_last_item(session=user_session(caller.user, args.session))
+            return {"session": args.session, "turn": None if item is None else _json(turn_dict(item))}
+
+        return run(lambda: who(ctx), "pop_turn", work, session=args.session)
 
     def get_context(args: SessionArguments, ctx: Context) -> dict[str, Any]:
         """What your prompt should hold for this session, as one text: the rolling summary's cited
@@ -201,6 +214,7 @@ def _session_tools(who: Who) -> list[Tool]:
     return [
         strict_tool(append_turns, AppendTurnsArguments, WRITE),
         strict_tool(pin_turn, PinTurnArguments, SET),
+        strict_tool(pop_turn, SessionArguments, TAKE),
         strict_tool(get_context, SessionArguments, READ),
         strict_tool(recall, RecallArguments, READ),
         strict_tool(list_sessions, ListSessionsArguments, READ),

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slow
 TOOLS = {
     "append_turns",
     "pin_turn",
+    "pop_turn",
     "get_context",
     "recall",
     "list_sessions",
@@ -167,7 +168,7 @@ def test_mcp_tools_append_compact_recall_notes_and_lessons(server, transport):
     destructive = {
         name for name, t in got["tools"].items() if t.annotations and t.annotations.destructive_hint
     }
-    assert destructive == {"forget_note", "reset_session"}
+    assert destructive == {"forget_note", "reset_session", "pop_turn"}
     assert got["appended"]["appended"] == 300
     assert got["appended"]["positions"] == [0, 299]
     assert got["compacted"]["removed"] > 0
@@ -258,13 +259,14 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
 
     async def bob_tries(client: Client) -> dict[str, Any]:
         seen: dict[str, Any] = {}
-        for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn"):
+        for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn", "pop_turn"):
             arguments = {"session": "alice-private", "query": "secret plan", "mode": "all", "position": 0}
             wanted = {
                 "get_context": ["session"],
                 "recall": ["session", "query"],
                 "compact": ["session"],
                 "pin_turn": ["session", "position"],
+                "pop_turn": ["session"],
             }
             picked = {k: arguments[k] for k in wanted.get(tool, ["session", "mode"])}
             seen[tool] = await refused(client, tool, picked)
@@ -306,7 +308,7 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
     after = drive(over_stdio(server, server.token), alice_checks)
 
     assert set(seen) == TOOLS
-    for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn", "forget_note"):
+    for tool in ("get_context", "recall", "compact", "reset_session", "pin_turn", "pop_turn", "forget_note"):
         assert seen[tool]["code"] == "not_found", (tool, seen[tool])
     assert seen["list_sessions"]["count"] == 0
     assert seen["recall_notes"]["returned"] == 0
@@ -320,6 +322,30 @@ def test_mcp_alice_token_never_sees_bob_through_any_tool(server):
     )
     assert [n["content"] for n in after["notes"]["items"]] == ["alice's secret note"]
     assert [r["action"] for r in after["related"]["related_errors"]] == ["alice fix"]
+
+
+def test_mcp_pop_turn_takes_back_the_newest_turn_and_answers_null_when_none_is_left(server):
+    sid = "pop-mcp"
+
+    async def scenario(client: Client) -> dict[str, Any]:
+        await call(client, "append_turns", {"session": sid, "turns": turns(2)})
+        first = await call(client, "pop_turn", {"session": sid})
+        context = await call(client, "get_context", {"session": sid})
+        second = await call(client, "pop_turn", {"session": sid})
+        none = await call(client, "pop_turn", {"session": sid})
+        return {"first": first, "context": context, "second": second, "none": none}
+
+    got = drive(over_http(server, server.token), scenario)
+
+    said = [t["text"] for t in turns(2)]
+    assert (got["first"]["session"], got["first"]["turn"]["text"], got["first"]["turn"]["position"]) == (
+        sid,
+        said[1],
+        1,
+    )
+    assert said[1] not in got["context"]["text"] and said[0] in got["context"]["text"]
+    assert got["second"]["turn"]["text"] == said[0]
+    assert got["none"] == {"session": sid, "turn": None}
 
 
 def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
