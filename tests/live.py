@@ -189,3 +189,13 @@ def postgres(statement: str) -> None:
     """One statement on the server's maintenance database (creating and dropping databases)."""
     with postgres_connection(autocommit=True) as conn:
         conn.execute(statement)
+
+
+def run_coroutine(coroutine: Any) -> Any:
+    """`asyncio.run` on a thread of its own: the browser tests' Playwright keeps an event loop
+    running on the main thread for the rest of the session, and a loop cannot start inside one."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as runner:
+        return runner.submit(asyncio.run, coroutine).result()

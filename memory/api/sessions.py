@@ -194,7 +194,7 @@ def pin_turn(request: ApiRequest, sid: str, position: int, body: PinIn):
 def pop_turn(request: ApiRequest, sid: str):
     """Remove the newest history turn, as if it had never been appended (its position is the next
     one again; export and import stay whole), and answer it; `{"item": null}` when the session
-    holds no turn. 409 conflict: that turn has left X (compacted, or in Y raw), so it stays."""
+    holds no turn. 409 conflict: that turn has been compacted into the summary, so it stays."""
     item = services.pop_last_item(session=get_session(request, sid))
     return {"item": None if item is None else turn_dict(item)}
 

@@ -18,7 +18,7 @@ from ottoweb.errors import Conflict, Invalid, TooLarge
 
 from ..engine.hashing import content_hash
 from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
-from ..models import TIER_ARCHIVED, TIER_X, Chunk, Item, Session, TierState
+from ..models import TIER_ARCHIVED, Chunk, Item, Session, TierState
 from ..storage import DjangoTierStore, fts_delete, lookups, vec_delete
 from .compaction import compact_overflow, queue_for
 from .embedding import schedule_embedding
@@ -218,9 +218,11 @@ def pop_last_item(*, session: Session) -> Item | None:
     never been appended: its position is the next one again, so the session's export lists
     positions without a gap and imports back. None when the session holds no turn.
 
-    Only a turn still in X can go: one in Y raw may be in a compaction's plan, and an archived one
-    is cited by the summary (Conflict, nothing written). Its chunk goes too unless another turn of
-    the same text still holds it (the summary cites archived turns only, never this one).
+    A raw turn can go, in X or in Y (X moves to Y whole when it overflows, so the newest turn is
+    often in Y): a compaction planned on it meanwhile finds it gone when it commits, writes nothing
+    and plans again (storage/tiers.py). One compacted into the summary stays: its bullet cites it
+    (Conflict, nothing written). Its chunk goes too unless another turn of the same text still
+    holds it (the summary cites archived turns only, never a raw one).
     """
     with transaction.atomic():
         # The tiers' lock, as every write to them takes first: no append or compaction in between.
@@ -232,10 +234,10 @@ def pop_last_item(*, session: Session) -> Item | None:
         )
         if item is None:
             return None
-        if item.tier != TIER_X:
+        if item.tier == TIER_ARCHIVED:
             raise Conflict(
-                f"the newest turn (position {item.position}) has left X for the "
-                f"{'summary' if item.tier == TIER_ARCHIVED else 'older raw tier'}; only a turn still in X can be popped"
+                f"the newest turn (position {item.position}) has been compacted into the summary, "
+                "which cites it; only a raw turn can be popped"
             )
         fts_delete([item.pk])
         vec_delete([item.pk])

@@ -237,9 +237,16 @@ class DjangoTierStore:
         state = self._state(kind, lock=True)
         if state.generation != base_generation:
             return False
-        ItemRow.objects.of_kind(self.session, kind).in_tier(TIER_Y).filter(
-            position__in=list(archived_positions)
-        ).update(tier=TIER_ARCHIVED)
+        planned = (
+            ItemRow.objects.of_kind(self.session, kind)
+            .in_tier(TIER_Y)
+            .filter(position__in=list(archived_positions))
+        )
+        if planned.count() != len(set(archived_positions)):
+            # A turn of the plan was taken back meanwhile (services.pop_last_item): its bullets would
+            # cite a hash nothing holds. Nothing is written; the job plans again.
+            return False
+        planned.update(tier=TIER_ARCHIVED)
         BulletRow.objects.of_kind(self.session, kind).live().update(superseded=True)
         BulletRow.objects.bulk_create([bullet_row(self.session, kind, b) for b in bullets])
         TierState.objects.filter(pk=state.pk).update(generation=base_generation + 1)

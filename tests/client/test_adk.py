@@ -4,7 +4,6 @@ once, another ottoweb user (or ADK user) finds nothing, and bad input writes not
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncGenerator
 from datetime import datetime
@@ -20,7 +19,7 @@ from google.genai import types
 from ottoweb_client import Ottoweb
 from ottoweb_client.adk import OttowebMemoryService, session_id_for
 
-from tests.live import Instance
+from tests.live import Instance, run_coroutine
 
 pytestmark = pytest.mark.slow
 
@@ -118,7 +117,7 @@ def test_a_fact_of_one_session_is_found_first_in_a_later_one_and_only_by_its_use
         other_user = await memory.search_memory(app_name=APP, user_id="u-2", query=QUESTION)
         return first, once, direct, answer, other_user
 
-    first, once, direct, answer, other_user = asyncio.run(scenario())
+    first, once, direct, answer, other_user = run_coroutine(scenario())
     both = turns(alice)
     meta = alice.export_session(session_id_for(APP, USER))["pending"][2]
 
@@ -164,7 +163,7 @@ def test_a_fact_of_one_session_is_found_first_in_a_later_one_and_only_by_its_use
         after = await bob.search_memory(app_name=APP, user_id=USER, query=QUESTION)
         return before, after
 
-    before, after = asyncio.run(his())
+    before, after = run_coroutine(his())
     assert before.memories == []
     texts = [p.text for m in after.memories for p in m.content.parts or []]
     assert "My brother Ana lives in Porto, I think." in texts
@@ -182,7 +181,7 @@ def test_bad_input_raises_value_error_and_writes_nothing(server):
 
     def refused(session: Session) -> str:
         with pytest.raises(ValueError) as raised:
-            asyncio.run(memory.add_session_to_memory(session))
+            run_coroutine(memory.add_session_to_memory(session))
         return str(raised.value)
 
     messages = [
@@ -192,7 +191,7 @@ def test_bad_input_raises_value_error_and_writes_nothing(server):
         refused(Session(id="s-1", app_name=APP, user_id=USER, events=[fine, no_id])),
     ]
     with pytest.raises(ValueError, match="user_id"):
-        asyncio.run(memory.search_memory(app_name=APP, user_id=" ", query="peanuts"))
+        run_coroutine(memory.search_memory(app_name=APP, user_id=" ", query="peanuts"))
 
     assert messages[0] == "session.user_id must be a non-empty string, not ''"
     assert messages[1] == "session.id must be a non-empty string, not ''"
@@ -201,7 +200,7 @@ def test_bad_input_raises_value_error_and_writes_nothing(server):
     assert carol.list_sessions()["count"] == 0
     assert carol.list_notes()["count"] == 0
     # The same session without its bad event is stored whole.
-    asyncio.run(memory.add_session_to_memory(Session(id="s-1", app_name=APP, user_id=USER, events=[fine])))
+    run_coroutine(memory.add_session_to_memory(Session(id="s-1", app_name=APP, user_id=USER, events=[fine])))
     assert [t["text"] for t in carol.export_session(session_id_for(APP, USER))["pending"]] == [
         "I am allergic to peanuts."
     ]
@@ -220,10 +219,10 @@ def test_a_long_session_goes_in_batches_of_at_most_a_thousand_turns_each_stored_
         return Event(author="user" if role == "user" else "concierge", content=said, invocation_id=f"i-{n}")
 
     session = Session(id="long", app_name=APP, user_id=USER, events=[event(n) for n in range(1500)])
-    asyncio.run(memory.add_session_to_memory(session))
-    asyncio.run(memory.add_session_to_memory(session))
+    run_coroutine(memory.add_session_to_memory(session))
+    run_coroutine(memory.add_session_to_memory(session))
     session.events.append(event(1500))
-    asyncio.run(memory.add_session_to_memory(session))
+    run_coroutine(memory.add_session_to_memory(session))
 
     assert calls == [1000, 500, 1]
     detail = dan.get_session(session_id_for(APP, USER))

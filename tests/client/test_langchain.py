@@ -5,7 +5,6 @@ No network, no model: the chat model is langchain's own scripted fake.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime
 from typing import TypedDict
 
@@ -34,7 +33,7 @@ from ottoweb_client.langchain import (
 )
 
 from memory.engine.tokens import count_tokens
-from tests.live import Instance
+from tests.live import Instance, run_coroutine
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the adapters, not the database, are tested
 
@@ -183,7 +182,7 @@ def test_the_async_api_answers_as_the_sync_one(alice):
             await store.alist_namespaces(),
         )
 
-    got, ranked, listed, namespaces = asyncio.run(run())
+    got, ranked, listed, namespaces = run_coroutine(run())
     assert got == store.get(ns, "k1")
     assert [(h.key, h.score) for h in ranked] == [
         (h.key, h.score) for h in store.search(ns, query="when does our flight arrive?")

@@ -5,10 +5,8 @@ the view's bounds, a fact of turn 3 found through the recall tool at turn 300, p
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from ottoweb_client.openai_agents import SUMMARY_PREFIX, OttowebSession, recall_
 
 from memory.engine.tokens import count_tokens
 from tests.live import Instance
+from tests.live import run_coroutine as run
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the adapter, not the database, is tested
 
@@ -88,12 +87,6 @@ def message(text: str) -> ResponseOutputMessage:
         status="completed",
         content=[ResponseOutputText(type="output_text", text=text, annotations=[])],
     )
-
-
-def run(coroutine):
-    # A thread of its own: the browser tests' Playwright keeps an event loop running on this one.
-    with ThreadPoolExecutor(1) as runner:
-        return runner.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture(scope="module")

@@ -70,6 +70,8 @@ def world(alice, bob):
             session=session,
             items=[services.NewItem(role="assistant", text=f"{SECRET}, step {n} of the migration plan.")],
         )
+    # A last short turn stays raw, so that Alice can take it back (items/pop) where Bob cannot.
+    services.append_items(session=session, items=[services.NewItem(role="user", text="Noted.")])
     job = Job.objects.create(id="0123456789abcdef", user=alice, session=session, kind="reembed")
     lesson = ErrorRecord.objects.create(user=alice, tool="bash", error=SECRET, action="rm -rf build/")
     token, _ = services.issue_token(user=alice, name="laptop")

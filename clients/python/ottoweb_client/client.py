@@ -214,7 +214,7 @@ class Ottoweb:
 
     def pop(self, session_id: str) -> TurnOut | None:
         """Take the newest turn back, as if it had never been appended; None when the session holds
-        no turn. A turn that has left X (compacted) stays: OttowebError `conflict`."""
+        no turn. A turn compacted into the summary stays: OttowebError `conflict`."""
         return cast(PoppedOut, self._call("pop", sid=session_id))["item"]
 
     def context(self, session_id: str, *, kind: Literal["history", "context"] | None = None) -> ContextOut:

@@ -1,6 +1,7 @@
 """Taking the newest turn back (`POST /sessions/{id}/items/pop`, what a framework's `pop_item`
 calls): the turn goes as if it had never been appended — its text, index row and position — the
-session's export imports back, and a turn that has left X stays, with nothing written."""
+session's export imports back, a raw turn in Y goes as one in X does (a compaction planned on it
+meanwhile plans again), and a turn compacted into the summary stays, with nothing written."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ def test_a_newest_turn_compacted_into_the_summary_stays_and_nothing_is_written(a
 
     assert response.status_code == 409, response.content
     assert response.json()["code"] == "conflict"
-    assert "only a turn still in X" in response.json()["detail"]
+    assert "only a raw turn can be popped" in response.json()["detail"]
     assert all_rows() == before
 
 
@@ -108,3 +109,32 @@ def test_another_users_session_cannot_be_popped(alice_api, bob_api):
 
     assert response.status_code == 404
     assert Item.objects.filter(session__sid=sid).count() == 1
+
+
+def test_a_newest_turn_in_y_raw_is_popped_and_a_compaction_planned_on_it_plans_again(alice_api):
+    from memory.services import queue_for
+    from memory.storage import DjangoTierStore
+
+    sid = new_session(alice_api, x_budget=40, y_budget=400)
+    session = Session.objects.get(sid=sid)
+    for n in range(10):  # until X overflows and moves to Y whole, the newest turn with it
+        append(alice_api, sid, f"Step {n}: module {n} builds and its tests pass.")
+        newest = Item.objects.filter(session=session).order_by("-position").first()
+        if newest.tier == "y":
+            break
+    assert newest.tier == "y"
+    queue = queue_for(session)
+    plan = queue.plan(force=True)  # a worker's plan, made outside the lock, on Y as it is now
+    assert newest.position in plan.positions
+
+    popped = pop(alice_api, sid).json()["item"]
+    compacted = queue_for(session).commit(plan)
+
+    assert popped["position"] == newest.position
+    assert not compacted.committed  # it would have cited a turn nothing holds
+    assert not Item.objects.filter(session=session, tier="a").exists()
+    again = queue_for(session).compact(force=True)
+    assert again.committed
+    cited = {h for b in DjangoTierStore(session).live_bullets("history") for h in b.hash_refs}
+    held = set(Item.objects.filter(session=session).values_list("chunk__hash", flat=True))
+    assert cited <= held
