@@ -12,6 +12,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import OutputWrapper
 
+from memory.engine.inrun import Message
+
 # Questions asked before timing starts: the model is loaded and caches are filled by then.
 WARM_UP = 3
 
@@ -76,3 +78,24 @@ class Report:
         figures = [round(v, 2) for v in os.getloadavg()]
         self.emit(f"load average {when}: {figures[0]} {figures[1]} {figures[2]} ({os.cpu_count()} CPUs)")
         return figures
+
+
+def fit_body(round_: int, *, messages: int, body_bytes: int, session: str | None) -> dict[str, Any]:
+    """A `/runs/fit` of `messages` messages (tool calls and their results) near `body_bytes` bytes."""
+    steps = (messages - 2) // 2
+    result_chars = body_bytes // steps - 200
+    transcript: list[Message] = [{"role": "system", "content": "agent"}, {"role": "user", "content": "go"}]
+    for n in range(steps):
+        call = {"id": f"c{n}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        transcript += [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {
+                "role": "tool",
+                "tool_call_id": f"c{n}",
+                "content": (f"r{round_} {n} " + "log ok " * result_chars)[:result_chars],
+            },
+        ]
+    body: dict[str, Any] = {"model": "openai:gpt-4", "messages": transcript, "related_errors": False}
+    if session is not None:
+        body["session"] = session
+    return body

@@ -17,8 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 
 from memory import services
-from memory.engine.inrun import Message
-from memory.evaluation.bench_common import Report, latency, timed
+from memory.evaluation.bench_common import Report, fit_body, latency, timed
 from memory.evaluation.bench_server import vm_mb
 from memory.evaluation.processes import RECALL_TIMEOUT, WebServer, Worker
 from memory.evaluation.synthetic import chatter, questions
@@ -54,27 +53,6 @@ def long_text(chars: int, *, seed: int) -> str:
             size += len(text) + 1
         n += 1
     return " ".join(parts)[:chars]
-
-
-def fit_body(round_: int, *, messages: int, body_bytes: int, session: str | None) -> dict[str, Any]:
-    """A `/runs/fit` of `messages` messages (tool calls and their results) near `body_bytes` bytes."""
-    steps = (messages - 2) // 2
-    result_chars = body_bytes // steps - 200
-    transcript: list[Message] = [{"role": "system", "content": "agent"}, {"role": "user", "content": "go"}]
-    for n in range(steps):
-        call = {"id": f"c{n}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
-        transcript += [
-            {"role": "assistant", "content": None, "tool_calls": [call]},
-            {
-                "role": "tool",
-                "tool_call_id": f"c{n}",
-                "content": (f"r{round_} {n} " + "log ok " * result_chars)[:result_chars],
-            },
-        ]
-    body: dict[str, Any] = {"model": "openai:gpt-4", "messages": transcript, "related_errors": False}
-    if session is not None:
-        body["session"] = session
-    return body
 
 
 def mcp_append_body(round_: int, *, body_bytes: int, session: str) -> bytes:

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
 from memory import services
-from memory.evaluation.bench_common import WARM_UP, Report, Scale, latency, percentile, timed
+from memory.evaluation.bench_common import WARM_UP, Report, Scale, fit_body, latency, percentile, timed
 from memory.evaluation.processes import RECALL_TIMEOUT, ServerHung, WebServer, Worker, WorkerStuck
 from memory.evaluation.synthetic import chatter, questions
 from memory.models import Session
@@ -202,8 +202,6 @@ class ServerSections(Report):
         one turn at a time, and reads its context after each; B's append latency is the figure."""
         import threading
 
-        from memory.engine.inrun import Message
-
         tokens = {}
         for name in ("bench-a", "bench-b"):
             user, _ = get_user_model().objects.get_or_create(username=name)
@@ -211,9 +209,8 @@ class ServerSections(Report):
         server = WebServer(tokens["bench-a"])
         worker: Worker | None = None
         items, text_bytes = settings.OTTO_MAX_BATCH_ITEMS, settings.OTTO_MAX_BATCH_BYTES
-        steps = (settings.OTTO_MAX_FIT_MESSAGES - 2) // 2
-        # Each tool result sized so the whole body is just inside OTTO_MAX_BODY_BYTES.
-        result_chars = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE * 0.9) // steps - 200
+        # The fit's tool results sized so the whole body is just inside OTTO_MAX_BODY_BYTES.
+        body_bytes = int(settings.DATA_UPLOAD_MAX_MEMORY_SIZE * 0.9)
 
         def batch(round_: int) -> dict[str, Any]:
             size = text_bytes // items - 40
@@ -224,21 +221,9 @@ class ServerSections(Report):
             }
 
         def fit(round_: int) -> dict[str, Any]:
-            messages: list[Message] = [
-                {"role": "system", "content": "agent"},
-                {"role": "user", "content": "go"},
-            ]
-            for n in range(steps):
-                call = {"id": f"c{n}", "type": "function", "function": {"name": "read", "arguments": "{}"}}
-                messages += [
-                    {"role": "assistant", "content": None, "tool_calls": [call]},
-                    {
-                        "role": "tool",
-                        "tool_call_id": f"c{n}",
-                        "content": (f"r{round_} {n} " + "log ok " * result_chars)[:result_chars],
-                    },
-                ]
-            return {"session": "a", "model": "openai:gpt-4", "messages": messages, "related_errors": False}
+            return fit_body(
+                round_, messages=settings.OTTO_MAX_FIT_MESSAGES, body_bytes=body_bytes, session="a"
+            )
 
         stop = threading.Event()
         a_statuses: dict[str, dict[int, int]] = {"batch": {}, "fit": {}}

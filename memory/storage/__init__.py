@@ -13,7 +13,7 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
 """
 
-from .caches import KeywordCache, SessionCache, VectorCache, keyword_cache, release_memory, vector_cache
+from .caches import KeywordCache, SessionCache, VectorCache, keyword_cache, vector_cache
 from .fts import bm25_search, fts_delete, fts_index_many, fts_search, scope_of
 from .reads import (
     BULLET_FIELDS,
@@ -70,7 +70,6 @@ __all__ = [
     "other_model_vectors",
     "pending_speakers",
     "recall_version",
-    "release_memory",
     "said_from_sql",
     "said_of",
     "scope_of",

@@ -3,7 +3,6 @@ within a memory budget; the database stays the truth."""
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ from typing import Any, Generic, TypeVar, TypeVarTuple
 import numpy as np
 from django.conf import settings
 from django.db import connection
+
+from ottoweb.heap import release_memory
 
 from ..engine import bm25
 from ..engine.retrieval import index_context
@@ -149,23 +150,6 @@ class SessionCache(Generic[T, *Extra]):
 
     def _nbytes(self, value: T) -> int:
         raise NotImplementedError
-
-
-def release_memory() -> None:
-    """Hand freed heap pages back to the system (glibc keeps them otherwise: a recall that built a
-    large index left the process at its peak). Elsewhere, nothing."""
-    global _libc
-    if _libc is None:
-        try:
-            _libc = ctypes.CDLL("libc.so.6")
-            _libc.malloc_trim  # noqa: B018 (raises AttributeError where glibc is not the C library)
-        except (OSError, AttributeError):
-            _libc = False
-    if _libc:
-        _libc.malloc_trim(0)
-
-
-_libc: Any = None
 
 
 def best_of(item_ids: np.ndarray, scores: np.ndarray, limit: int) -> list[tuple[int, float]]:
