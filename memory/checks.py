@@ -1,4 +1,5 @@
-"""System checks: the SQLite database must have sqlite-vec and FTS5, or nothing works right."""
+"""System checks: the SQLite database must have sqlite-vec and FTS5, or nothing works right; the
+settings recall reads must name things that exist."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def embedding_model_recorded(app_configs, databases=None, **kwargs):  # type: ig
     except DatabaseError:  # not migrated yet: nothing recorded, nothing to compare
         return []
     return [Warning(message, id="memory.W001")] if message else []
+
+
+@register()
+def recall_rules_known(app_configs, **kwargs):  # type: ignore[no-untyped-def]
+    """OTTO_RECALL_RULES_OFF names only rules there are: a typo would otherwise fail every recall."""
+    from django.conf import settings
+
+    from .engine.ranking import ALL_RULES
+
+    try:
+        ALL_RULES.without(settings.OTTO_RECALL_RULES_OFF)
+    except ValueError as exc:
+        return [Error(f"OTTO_RECALL_RULES_OFF: {exc}", id="memory.E003")]
+    return []

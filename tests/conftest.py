@@ -45,12 +45,11 @@ def _fresh_process_caches():
     too), which a real database never does; the process caches keyed by ids must not carry one
     test's rows into another's."""
     yield
-    from memory import recall, storage
+    from memory import storage
 
     storage.vector_cache.clear()
     storage.keyword_cache.clear()
-    recall._citations.cache_clear()
-    recall._archived_speakers.cache_clear()
+    storage.clear_recall_indexes()
 
 
 @pytest.fixture

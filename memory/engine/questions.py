@@ -7,11 +7,12 @@ weighs them (docs/recall.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from datetime import datetime
-from functools import partial
+from functools import lru_cache, partial
 
-from .retrieval import STOPWORDS
+from .retrieval import STOPWORDS, query_terms
 
 _MONTHS = "january february march april may june july august september october november december".split()
 _NAMED_TIME = re.compile(
@@ -61,6 +62,24 @@ _THIRD_PERSON_VERB = re.compile(
 _DETERMINED = re.compile(r"\b(?:the|a|an|my|your|our|their)\s+$", re.IGNORECASE)
 
 
+@lru_cache(maxsize=4096)
+def _name_words(name: str) -> tuple[str, ...]:
+    # A session's names are the same few from one recall to the next: cut into words once.
+    return tuple(query_terms(name, drop_stopwords=False))
+
+
+def speakers_named(query: str, speakers: Iterable[str], *, people: bool) -> set[str]:
+    """Of `speakers` (the items' names), those the question names: "What did Melanie paint?" names
+    Melanie. Every word of the name must be among the question's, in any case; for `people`
+    (a conversation's speakers) also as `names_speaker` reads them — "Where will Ana go?" does not
+    name a speaker Will, nor "What did the user say?" a speaker "user". Tools' and agents' names
+    ("pytest", "bash") are named by any word of the question that is one."""
+    words = set(query_terms(query, drop_stopwords=False))
+    # The cheap test, for every name.
+    found = {n for n in speakers if _name_words(n) and words.issuperset(_name_words(n))}
+    return {n for n in found if names_speaker(query, n)} if people else found
+
+
 def names_speaker(query: str, speaker: str) -> bool:
     """Whether `query` names the speaker `speaker`, not after a determiner ("the user").
 
@@ -103,7 +122,7 @@ _JOINED = re.compile(r"\b(?:and|or)\b|[,&]", re.IGNORECASE)
 _BOTH = re.compile(r"\bboth\b", re.IGNORECASE)
 
 
-def speakers_asked_about(query: str, named: set[str]) -> set[str]:
+def speakers_asked_about(query: str, named: AbstractSet[str]) -> set[str]:
     """Of the speakers a question names (names_speaker), those it asks about: of two that are not
     joined by "and", "or", "&" or a comma, in a question without "both", the one named first —
     the subject ("What did Joanna plan to do with the recipe Nate promised to share?" asks about
@@ -112,19 +131,19 @@ def speakers_asked_about(query: str, named: set[str]) -> set[str]:
     Where one name is part of the other's mention ("Ann" in "Ann Lee"), the longer is the one meant.
     """
     if len(named) != 2:
-        return named
+        return set(named)
     where = {}
     for speaker in named:
         found = _naming(query, speaker)
         if found:
             where[speaker] = found[0]
     if len(where) != 2:
-        return named
+        return set(named)
     (first, at), (_, then) = sorted(where.items(), key=lambda kv: (kv[1].start(), -kv[1].end(), kv[0]))
     if then.start() < at.end():
         return {first}
     if _JOINED.search(query[at.end() : then.start()]) or _BOTH.search(query):
-        return named
+        return set(named)
     return {first}
 
 

@@ -8,12 +8,14 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `reads.py`: recall's reads in plain SQL (items by id or position, substring scan, bullets).
 - `fts.py`: the keyword index (FTS5 on SQLite, tsvector on PostgreSQL) and BM25 from the cache.
 - `vectors.py`: the sqlite-vec mirror of the vectors, vector search, items still unembedded.
-- `caches.py`: the per-process `vector_cache` and `keyword_cache`, within a memory budget.
+- `caches.py`: the per-process `vector_cache` and `keyword_cache`, within a memory budget; recall's
+  per-generation indexes (which bullets cite a hash, the archived items' speakers).
+- `search.py`: `SessionSearch`, one kind of one session as recall's ranking reads it.
 - `lookups.py`: the lookups every request makes (token, session, tier state), SQL written once.
 - `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
 """
 
-from .caches import KeywordCache, SessionCache, VectorCache, keyword_cache, vector_cache
+from .caches import KeywordCache, SessionCache, VectorCache, clear_recall_indexes, keyword_cache, vector_cache
 from .fts import bm25_search, fts_delete, fts_index_many, fts_search, scope_of
 from .reads import (
     BULLET_FIELDS,
@@ -29,6 +31,7 @@ from .reads import (
     turn_rows,
 )
 from .rows import bullet_from_row, bullet_row, item_from_row, moment, said_from_sql, said_of
+from .search import SessionSearch
 from .sql import NO_BOUNDS, Bounds
 from .tiers import DjangoTierStore
 from .vectors import (
@@ -51,10 +54,12 @@ __all__ = [
     "DjangoTierStore",
     "KeywordCache",
     "SessionCache",
+    "SessionSearch",
     "VectorCache",
     "bm25_search",
     "bullet_from_row",
     "bullet_row",
+    "clear_recall_indexes",
     "ensure_vec_table",
     "fts_delete",
     "fts_index_many",

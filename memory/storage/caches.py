@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Generic, TypeVar, TypeVarTuple
 
 import numpy as np
@@ -16,6 +17,7 @@ from ottoweb.heap import release_memory
 
 from ..engine import bm25
 from ..engine.retrieval import index_context
+from ..models import TIER_ARCHIVED, Bullet, Item
 from .rows import said_from_sql
 
 T = TypeVar("T")
@@ -321,3 +323,55 @@ KEYWORD_STEP_TOKENS = 500_000
 
 vector_cache = VectorCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
+
+
+# Recall's per-generation indexes. Keyed by `recall_version` (a compaction replaces the live
+# bullets and bumps it), so a stale one is never read; each process holds the sixteen most recent.
+
+
+def hash_key(h: str) -> int:
+    """64 bits of a sha256 hex hash: they keep a 50,000-chunk session's citation index near 5 MB;
+    a collision would only let one uncited archived chunk through recall's stage 1, and its
+    bullets are checked against the full hash."""
+    return int(h[:16], 16)
+
+
+@lru_cache(maxsize=16)
+def citations(session_pk: int, kind: str, version: tuple[int, int]) -> dict[int, int | tuple[int, ...]]:
+    """Every hash key a live bullet cites → that bullet's id (ids, when several cite it).
+
+    One load per generation instead of one per recall: a person's turns stay live bullets
+    forever, 25,000 of them in a 50,000-turn session.
+    """
+    rows = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
+        "pk", "hash_refs"
+    )
+    index: dict[int, int | tuple[int, ...]] = {}
+    for pk, refs in rows:
+        for h in refs:
+            key = hash_key(h)
+            seen = index.get(key)
+            if seen is None:
+                index[key] = pk
+            elif seen != pk:
+                index[key] = (*seen, pk) if isinstance(seen, tuple) else (seen, pk)
+    return index
+
+
+@lru_cache(maxsize=256)
+def archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> frozenset[str]:
+    """The names of the session's archived items of `kind`: they only change when a compaction
+    archives more, which moves the version on."""
+    names = (
+        Item.objects.filter(session_id=session_pk, kind=kind, tier=TIER_ARCHIVED)
+        .exclude(name="")
+        .values_list("name", flat=True)
+        .distinct()
+    )
+    return frozenset(names)
+
+
+def clear_recall_indexes() -> None:
+    """Forget the per-generation indexes (tests, between databases)."""
+    citations.cache_clear()
+    archived_speakers.cache_clear()

@@ -322,20 +322,20 @@ def _dated_session(alice):
     return session
 
 
-def test_a_turn_of_the_month_the_question_names_ranks_higher(alice, monkeypatch):
+def test_a_turn_of_the_month_the_question_names_ranks_higher(alice):
     from memory import recall as recall_module
+    from memory.engine.ranking import ALL_RULES
 
     session = _dated_session(alice)
     query = "What cake did Nate bake in November 2022?"
 
-    def first_hit():
-        answer = recall_module.recall(session, query=query, kind="history", max_tokens=3000)
+    def first_hit(rules=ALL_RULES):
+        answer = recall_module.recall(session, query=query, kind="history", max_tokens=3000, rules=rules)
         return answer["results"]["history"][0]["turns"][0]["text"]
 
     assert first_hit().startswith("Made a lemon tart")
-    monkeypatch.setattr(recall_module, "TIME_BOOST", 0.0)
     # Without the boost the March turn wins: the date among the indexed words is not enough.
-    assert first_hit().startswith("I baked a chocolate cake")
+    assert first_hit(ALL_RULES.without(["time_boost"])).startswith("I baked a chocolate cake")
 
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10_dev.json"
@@ -358,10 +358,11 @@ def _first_sittings_of_conv_26(alice, sittings):
 
 
 @pytest.mark.slow
-def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, monkeypatch):
+def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice):
     """Melanie speaks of herself as "I"; "What does Melanie do…" finds, by meaning, the turns said
     to her first. Asked also as "What do I do…", her own answers come back."""
     from memory import recall as recall_module
+    from memory.engine.ranking import ALL_RULES
 
     session, position_of = _first_sittings_of_conv_26(alice, 8)
     asked = {
@@ -371,11 +372,13 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, m
         "What is Caroline's relationship status?": ["D3:13", "D2:14"],
     }
 
-    def passage_ranks():
+    def passage_ranks(rules):
         """Each evidence turn's passage rank (0 best), in question order; None when not returned."""
         ranks = []
         for question, evidence in asked.items():
-            answer = recall_module.recall(session, query=question, kind="history", max_tokens=3000)
+            answer = recall_module.recall(
+                session, query=question, kind="history", max_tokens=3000, rules=rules
+            )
             rank_of = {
                 t["position"]: i
                 for i, p in enumerate(answer["results"]["history"])
@@ -385,9 +388,8 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice, m
             ranks.extend(rank_of.get(position_of[e]) for e in evidence)
         return ranks
 
-    with_own_words = passage_ranks()
-    monkeypatch.setattr(recall_module, "FIRST_PERSON_WEIGHT", 0.0)
-    without = passage_ranks()
+    with_own_words = passage_ranks(ALL_RULES)
+    without = passage_ranks(ALL_RULES.without(["first_person"]))
     # "I've been running farther to de-stress" is found either way; "I just signed up for a pottery
     # class… It's like therapy for me" only in her own words.
     assert with_own_words[1] is not None and without[1] is None, (with_own_words, without)
@@ -449,7 +451,7 @@ def test_only_a_question_naming_one_speaker_of_the_history_is_asked_twice(alice,
 
 
 def test_only_the_subjects_turns_are_boosted_and_no_name_is_expanded(alice, alice_api, monkeypatch):
-    import memory.recall as recall_module
+    from memory.engine import ranking
 
     session = services.create_session(user=alice, sid="subject", x_budget=100_000, y_budget=100_000)
     for name, text in [("Joanna", "I will bake the pie."), ("Nate", "Here is my recipe."), ("Will", "hi")]:
@@ -458,18 +460,20 @@ def test_only_the_subjects_turns_are_boosted_and_no_name_is_expanded(alice, alic
         session=session, items=[NewItem(role="tool", text="3 passed", name="pytest", kind="context")]
     )
     seen = {}
-    real_boost, real_expand = recall_module._boost_named, recall_module._expansion_terms
+    real_read, real_expand = ranking.read_question, ranking._expansion_terms
 
-    def boost(sc, about, query, ranked):
-        seen[("boost", sc.kind)] = about
-        return real_boost(sc, about, query, ranked)
+    def read(text, speakers, *, people, rules):
+        question = real_read(text, speakers, people=people, rules=rules)
+        # The speakers whose turns the boost raises (ranking._boost reads `about`).
+        seen[("boost", "history" if people else "context")] = question.about
+        return question
 
-    def expand(sc, query, named):
-        seen[("expand", sc.kind)] = named
-        return real_expand(sc, query, named)
+    def expand(search, question, words):
+        seen[("expand", search.kind)] = question.named
+        return real_expand(search, question, words)
 
-    monkeypatch.setattr(recall_module, "_boost_named", boost)
-    monkeypatch.setattr(recall_module, "_expansion_terms", expand)
+    monkeypatch.setattr(ranking, "read_question", read)
+    monkeypatch.setattr(ranking, "_expansion_terms", expand)
 
     recall(alice_api, "subject", query="What did Joanna plan to do with the recipe Nate promised?")
     assert seen[("boost", "history")] == {"Joanna"}

@@ -47,6 +47,12 @@ class Command(BaseCommand):
             "--max-questions", type=int, default=None, help="per conversation, for quick runs"
         )
         parser.add_argument(
+            "--rules-off",
+            default=None,
+            help="recall rules to switch off, comma-separated (memory/engine/ranking.py RULES), "
+            "as OTTO_RECALL_RULES_OFF for the replay's processes: for ablations",
+        )
+        parser.add_argument(
             "--via-api",
             action="store_true",
             help="replay and ask over HTTP through the public API only (a web server and a worker "
@@ -58,6 +64,14 @@ class Command(BaseCommand):
             if options["summarizer"] == "live" and os.environ.get("OTTO_SUMMARIZER", "offline") == "offline":
                 raise CommandError("--summarizer live needs OTTO_SUMMARIZER set to a live summariser")
             env = {"OTTO_EMBEDDING_MODEL": options["model"]} if options["model"] else {}
+            if options["rules_off"] is not None:
+                from memory.engine.ranking import ALL_RULES
+
+                try:
+                    ALL_RULES.without(r for r in options["rules_off"].split(",") if r)
+                except ValueError as exc:
+                    raise CommandError(f"--rules-off: {exc}") from exc
+                env["OTTO_RECALL_RULES_OFF"] = options["rules_off"]
             raise SystemExit(
                 private.rerun_privately(
                     "eval_memory", _as_argv(options), keep_store=options["keep_store"], env=env

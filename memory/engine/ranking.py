@@ -1,0 +1,231 @@
+"""The recall recipe: which rankings a question gets, how much each counts, the boosts, the fusion.
+
+Pure: the session is read through a `Search` (memory/storage/search.py implements it over the
+database and the per-process caches; tests implement it over a list), the question through
+engine/questions.py. Every rule that goes beyond "BM25 fused with the dense ranking" has a name in
+`RULES` and can be switched off (`Rules.without`), per recall or by setting; docs/evaluation.md
+measures what each one is worth on both evaluation sets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, fields, replace
+from datetime import datetime
+from typing import NamedTuple, Protocol
+
+from . import bm25, expansion, questions, retrieval
+from .embeddings import EmbeddingUnavailable, Vectors
+
+# Measured on the LoCoMo dev split (docs/evaluation.md records each knob's effect).
+# The dense ranking counts twice in the fusion: MiniLM finds paraphrases BM25 cannot.
+DENSE_WEIGHT = 2.0
+# Pseudo-relevance feedback: new words from the top keyword hits make a third ranking.
+FEEDBACK_DOCS = 5
+FEEDBACK_TERMS = 10
+# ... read from the start of each hit only: five tool outputs of 1,000,000 characters took 1.8 s.
+FEEDBACK_CHARS = 16_000
+# Turns by a speaker the question names rank this much higher.
+SPEAKER_BOOST = 0.6
+# Turns of a month or year the question names ("in November 2022") rank this much higher. The date
+# is indexed among a turn's words already, but there it matches every turn of the month equally and
+# is outweighed by the question's other words; a multiplier keeps the ranking by content within
+# the month. LoCoMo dev: 4 of the 5 time-naming questions missed were found, none lost (0.3 found
+# 2, 0.6 and 1 found 4: docs/evaluation.md).
+TIME_BOOST = 0.6
+# The session's words near the question's (static word vectors, engine/expansion.py) make a fourth
+# ranking at this weight: a question names "activities", the turn says "pottery".
+EXPANSION_WEIGHT = 1.0
+# A question naming one speaker is also asked as that speaker would ask it ("What do I do to
+# destress?", questions.first_person), and that question's dense ranking counts this much: people
+# speak of themselves as "I", while the vectors near "Melanie" are the turns said *to* her.
+# LoCoMo dev: 88.7 → 89.7 %, multi-hop 62 → 67 %; weights 1–3 all gain (docs/evaluation.md).
+FIRST_PERSON_WEIGHT = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The rules beyond BM25 + dense fusion, each a switch (docs/recall.md says what each does)."""
+
+    feedback: bool = True  # a BM25 ranking of the question widened by its top hits' words
+    expansion: bool = True  # a BM25 ranking of the session's words near the question's
+    first_person: bool = True  # a dense ranking of the question as its speaker would ask it
+    subject: bool = True  # of two speakers named, the question is about the first
+    speaker_boost: bool = True  # turns by a speaker the question asks about rank higher
+    time_boost: bool = True  # turns of a month or year the question names rank higher
+
+    def without(self, names: Iterable[str]) -> Rules:
+        """These rules with `names` switched off; a name that is no rule raises ValueError."""
+        names = list(names)
+        unknown = sorted(set(names) - set(RULES))
+        if unknown:
+            raise ValueError(f"unknown recall rule(s) {', '.join(unknown)}; the rules: {', '.join(RULES)}")
+        return replace(self, **dict.fromkeys(names, False))
+
+    def off(self) -> list[str]:
+        return [name for name in RULES if not getattr(self, name)]
+
+
+RULES: tuple[str, ...] = tuple(f.name for f in fields(Rules))
+ALL_RULES = Rules()
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """What recall reads from a question before ranking: see `read_question`."""
+
+    text: str
+    named: frozenset[str]  # the speakers it names, whose names are no words to expand
+    about: frozenset[str]  # of them, those it asks about, whose turns rank higher
+    own: str | None  # the question as that one speaker would ask it, when it is about one
+    times: tuple[tuple[int | None, int | None], ...]  # months and years it names
+
+    @property
+    def asked(self) -> list[str]:
+        """The texts to embed, one vector each: the question, then its first-person form."""
+        return [self.text] if self.own is None else [self.text, self.own]
+
+
+def read_question(text: str, speakers: Iterable[str], *, people: bool, rules: Rules) -> Question:
+    """The speakers among `speakers` the question names and asks about, its first person and the
+    times it names. `people`: the items are people's turns (a conversation's history); tools' and
+    agents' names in context are each named as much as another, and nobody says "I" there."""
+    named = frozenset(questions.speakers_named(text, speakers, people=people))
+    about = named
+    if people and rules.subject:
+        # Of two people named, the question is about its subject (questions.speakers_asked_about).
+        about = frozenset(questions.speakers_asked_about(text, named))
+    own = None
+    if people and rules.first_person and len(about) == 1:
+        # "I" would stand for whom, were it about several? Where another speaker is named too,
+        # "her" may be theirs: the pronouns are left as they are.
+        own = questions.first_person(text, next(iter(about)), pronouns=len(named) == 1)
+    times = tuple(questions.named_times(text)) if rules.time_boost else ()
+    return Question(text=text, named=named, about=about, own=own, times=times)
+
+
+class Candidate(NamedTuple):
+    """An item that may be returned (stage 1's candidate set), with what the boosts read."""
+
+    position: int
+    speaker: str | None
+    when: datetime | None
+
+
+class Search(Protocol):
+    """One kind of one session, as the recipe reads it. Rankings are (item id, score), best first."""
+
+    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 over each item's words and its context (speaker, date, the turn before)."""
+        ...
+
+    def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
+        """The items nearest each of the first `rows` question vectors; raises EmbeddingUnavailable."""
+        ...
+
+    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
+        """The items' own text."""
+        ...
+
+    def vocabulary(self) -> bm25.Index | None:
+        """The session's keyword index, whose words expansion picks from; None when not at hand."""
+        ...
+
+    def candidates(self, item_ids: Sequence[int]) -> dict[int, Candidate]:
+        """Of `item_ids`, those in the candidate set."""
+        ...
+
+
+# Static word vectors for query expansion; raises EmbeddingUnavailable.
+EmbedWords = Callable[[Sequence[str]], Vectors]
+
+
+def rank_lexical(search: Search, query: str, limit: int) -> list[tuple[int, float]]:
+    """BM25 alone, for when there is no ranking by meaning: candidates' positions, best first."""
+    return _positions(search, search.lexical(query, limit))
+
+
+def rank(
+    search: Search,
+    question: Question,
+    *,
+    limit: int,
+    rules: Rules = ALL_RULES,
+    people: bool,
+    words: EmbedWords | None,
+) -> tuple[list[tuple[int, float]], str | None]:
+    """Fuse the dense ranking with BM25 rankings (as asked, widened by feedback terms, and of the
+    session's words near the question's), and the dense ranking of the question in its speaker's
+    first person; boost the turns of the speakers and times it names. Candidates' positions, best
+    first, and why the ranking is by keywords only when it is."""
+    lexical = search.lexical(question.text, limit)
+    rankings = [[pk for pk, _ in lexical]]
+    weights = [1.0]
+    if rules.feedback and lexical:
+        extra = _feedback_terms(search, [pk for pk, _ in lexical[:FEEDBACK_DOCS]], question.text)
+        if extra:
+            rankings.append([pk for pk, _ in search.lexical(f"{question.text} {extra}", limit)])
+            weights.append(1.0)
+    try:
+        # Both questions in one search: the session's vectors are looked up once.
+        searched = search.dense(len(question.asked), limit)
+    except EmbeddingUnavailable as exc:
+        return _positions(search, lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
+    rankings.insert(0, [pk for pk, _ in searched[0]])
+    weights.insert(0, DENSE_WEIGHT)
+    if rules.expansion and people and words is not None:
+        # The expansion words alone, not with the question: with it, the question's own words
+        # dominate again (measured: 87.2 % against 88.0 % leave-two-out).
+        near = _expansion_terms(search, question, words)
+        if near:
+            rankings.append([pk for pk, _ in search.lexical(near, limit)])
+            weights.append(EXPANSION_WEIGHT)
+    if question.own is not None:
+        rankings.append([pk for pk, _ in searched[1]])
+        weights.append(FIRST_PERSON_WEIGHT)
+    fused = retrieval.rrf(rankings, weights=weights)[:limit]
+    found = search.candidates([pk for pk, _ in fused])
+    boosted = [
+        (found[pk].position, score * _boost(found[pk], question, rules)) for pk, score in fused if pk in found
+    ]
+    return sorted(boosted, key=lambda h: -h[1]), None
+
+
+def _positions(search: Search, ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    found = search.candidates([pk for pk, _ in ranking])
+    return [(found[pk].position, score) for pk, score in ranking if pk in found]
+
+
+def _boost(item: Candidate, question: Question, rules: Rules) -> float:
+    """Turns by a speaker the question asks about, and turns of a month or year it names, rank higher."""
+    factor = 1.0
+    if rules.speaker_boost and item.speaker in question.about:
+        factor += SPEAKER_BOOST
+    if question.times and questions.in_named_time(item.when, question.times):
+        factor *= 1 + TIME_BOOST
+    return factor
+
+
+def _feedback_terms(search: Search, item_ids: Sequence[int], query: str) -> str:
+    """Pseudo-relevance feedback: the commonest new words of the top keyword hits."""
+    text_of = search.texts(item_ids)
+    texts = [text_of.get(pk, "")[:FEEDBACK_CHARS] for pk in item_ids]
+    return " ".join(retrieval.feedback_terms(texts, query, limit=FEEDBACK_TERMS))
+
+
+def _expansion_terms(search: Search, question: Question, words: EmbedWords) -> str:
+    """The session's words near the question's words (engine/expansion.py), as a query; "" when the
+    session's keyword index is not at hand (its vocabulary is what is searched) or the word vectors
+    cannot be had (an extra ranking: recall goes on without it)."""
+    index = search.vocabulary()
+    if index is None:
+        return ""
+    names = {n.lower() for n in question.named}
+    terms = [t for t in retrieval.query_terms(question.text) if t not in names]
+    try:
+        near = expansion.expand(
+            terms, index, words, asked=set(retrieval.query_terms(question.text, drop_stopwords=False))
+        )
+    except EmbeddingUnavailable:
+        return ""
+    return " ".join(near)

@@ -1,0 +1,186 @@
+"""One kind of one session as recall searches it: engine/ranking.py's `Search` over the database
+and the per-process caches, plus what recall's orchestration reads beside the ranking (keyword
+match, the most recent items, the bullets citing a hash)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import Any
+
+from django.conf import settings
+
+from ..engine import bm25
+from ..engine.embeddings import Vectors
+from ..engine.ranking import Candidate
+from ..models import TIER_X, TIER_Y, Item
+from .caches import archived_speakers, citations, hash_key, keyword_cache
+from .fts import bm25_search, fts_search
+from .reads import item_rows, item_texts, items_within, pending_speakers, recall_version, substring_search
+from .sql import NO_BOUNDS, Bounds
+from .vectors import vec_search_each
+
+# BM25 over the item's context (speaker, date, previous turn) counts as much as its own words.
+CONTEXT_WEIGHT = 1.0
+
+
+class SessionSearch:
+    """What one recall reads of one kind of one session, each lookup made once.
+
+    Stage 1's candidate set: every item of `context`; of `history`, the live tiers and every
+    archived item a live bullet cites. `query_vectors` waits for the question's vectors (one row
+    per question asked), which another thread embeds while the keyword passes run.
+    """
+
+    def __init__(
+        self,
+        session_pk: int,
+        kind: str,
+        bounds: Bounds = NO_BOUNDS,
+        query_vectors: Callable[[], Vectors] | None = None,
+    ) -> None:
+        self.session_pk = session_pk
+        self.kind = kind
+        self.bounds = bounds
+        # Set once the question is known (recall reads the speakers it names first).
+        self.query_vectors = query_vectors
+
+    @cached_property
+    def version(self) -> tuple[int, int]:
+        """(compaction generation, newest bullet id): what the per-generation caches are keyed by.
+        The generation alone is not enough: a reset starts it again at 0. Bullet ids only grow."""
+        return recall_version(self.session_pk, self.kind)
+
+    @cached_property
+    def keyword_index(self) -> bm25.Index | None:
+        # Looked up once per recall: each lookup checks the cache's freshness (a count over the
+        # session's items, ≈ 5 ms at 50,000), and a recall runs several keyword passes.
+        return keyword_cache.get(self.session_pk, self.kind)
+
+    @cached_property
+    def among(self) -> Any:
+        """Ids of the items inside the recall's time bounds (None: no bounds, every item)."""
+        return items_within(self.session_pk, self.kind, self.bounds) if self.bounds else None
+
+    @cached_property
+    def cited(self) -> dict[int, int | tuple[int, ...]]:
+        """`caches.citations`: hash key → the live bullet(s) citing it."""
+        return citations(self.session_pk, self.kind, self.version)
+
+    # engine/ranking.py's Search
+
+    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
+        """BM25 from the session's index in memory, or from FTS5 when it does not fit the cache."""
+        index = self.keyword_index
+        if index is not None:
+            found = bm25_search(self.session_pk, self.kind, query, limit=limit, index=index, among=self.among)
+            if found is not None:
+                return found
+        return fts_search(
+            self.session_pk,
+            self.kind,
+            query,
+            every=False,
+            limit=limit,
+            context_weight=CONTEXT_WEIGHT,
+            bounds=self.bounds,
+        )
+
+    def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
+        assert self.query_vectors is not None, "a dense search needs the question's vectors"
+        # Every vector of the session is from its model (recall checks): no need to filter on it.
+        return vec_search_each(
+            self.session_pk,
+            self.kind,
+            None,
+            self.query_vectors()[:rows],
+            limit=limit,
+            bounds=self.bounds,
+            among=self.among,
+        )
+
+    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
+        return item_texts(item_ids)
+
+    def vocabulary(self) -> bm25.Index | None:
+        return self.keyword_index
+
+    def candidates(self, item_ids: Sequence[int]) -> dict[int, Candidate]:
+        rows = item_rows(self.session_pk, self.kind, item_ids, self.bounds)
+        if self.kind == "context":
+            return {pk: Candidate(position, speaker, when) for pk, position, _, _, speaker, when in rows}
+        cited = self.cited
+        return {
+            pk: Candidate(position, speaker, when)
+            for pk, position, tier, h, speaker, when in rows
+            if tier in (TIER_X, TIER_Y) or hash_key(h) in cited
+        }
+
+    # beside the ranking
+
+    def speakers(self) -> frozenset[str]:
+        """The names of the items' speakers (people in history; tools and agents in context)."""
+        version: tuple[int, ...] = self.version
+        if self.kind != "history":
+            # Context is archived as it arrives, with no compaction to move the version on.
+            version = (*version, Item.objects.filter(session_id=self.session_pk, kind=self.kind).count())
+        return archived_speakers(self.session_pk, self.kind, version) | pending_speakers(
+            self.session_pk, self.kind
+        )
+
+    def positions(self, ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+        """A ranking of item ids as candidates' positions, in the same order."""
+        found = self.candidates([pk for pk, _ in ranking])
+        return [(found[pk].position, score) for pk, score in ranking if pk in found]
+
+    def keyword(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
+        """FTS over the items' own words, then a substring scan: positions, and why the scan
+        stopped short, if it did."""
+        hits = fts_search(
+            self.session_pk, self.kind, query, every=True, limit=limit, context_weight=0, bounds=self.bounds
+        )
+        if not hits:
+            hits = fts_search(
+                self.session_pk,
+                self.kind,
+                query,
+                every=False,
+                limit=limit,
+                context_weight=0,
+                bounds=self.bounds,
+            )
+        ranked = self.positions(hits)
+        if ranked or not query.strip() or len(query.strip()) > settings.OTTO_SUBSTRING_MAX_CHARS:
+            # A piece of a token is short: a longer query is answered by the word searches alone.
+            return ranked, None
+        # Last resort: a substring inside a token ("QUOTA" in ERR_QUOTA_7731), newest first, reading
+        # at most OTTO_SUBSTRING_SCAN_CHARS of text.
+        budget = settings.OTTO_SUBSTRING_SCAN_CHARS
+        found, stopped = substring_search(
+            self.session_pk, self.kind, query.strip(), limit=limit, bounds=self.bounds, budget_chars=budget
+        )
+        why = (
+            f"the substring scan read only the newest {budget:,} characters of {self.kind} "
+            "(OTTO_SUBSTRING_SCAN_CHARS); older turns were not scanned"
+            if stopped
+            else None
+        )
+        return self.positions([(pk, 1.0 / (n + 1)) for n, pk in enumerate(found)]), why
+
+    def recent(self, limit: int) -> list[tuple[int, float]]:
+        """The newest items (inside the bounds), newest first: what a recall with no ranking gives."""
+        rows = Item.objects.filter(session_id=self.session_pk, kind=self.kind)
+        if self.bounds.since is not None:
+            rows = rows.filter(occurred_at__gte=self.bounds.since)
+        if self.bounds.until is not None:
+            rows = rows.filter(occurred_at__lt=self.bounds.until)
+        newest = rows.order_by("-position").values_list("pk", flat=True)[:limit]
+        return self.positions([(pk, 1.0 / (n + 1)) for n, pk in enumerate(newest)])
+
+    def bullets_citing(self, hashes: Sequence[str]) -> set[int]:
+        """Ids of the live bullets citing any of `hashes`."""
+        cited, ids = self.cited, set()
+        for h in hashes:
+            found = cited.get(hash_key(h))
+            ids.update(found if isinstance(found, tuple) else () if found is None else (found,))
+        return ids

@@ -1,0 +1,152 @@
+"""engine/ranking.py: the recall recipe over a Search made of a list of turns, without Django."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from memory.engine import bm25, ranking
+from memory.engine.embeddings import EmbeddingUnavailable
+
+
+class ListSearch:
+    """A Search over (speaker, when, text) turns: BM25 from the engine's own index, a "dense"
+    ranking that prefers the turns listed in `near` for each question row, every turn a candidate
+    unless listed in `outside`."""
+
+    def __init__(self, turns, *, near=None, outside=(), dense_fails=False):
+        self.turns = turns
+        self.index = bm25.Index([(pk, text) for pk, (_, _, text) in enumerate(turns)])
+        self.near = near or [[], []]
+        self.outside = set(outside)
+        self.dense_fails = dense_fails
+        self.lexical_queries: list[str] = []
+        self.dense_rows: list[int] = []
+
+    def lexical(self, query: str, limit: int) -> list[tuple[int, float]]:
+        self.lexical_queries.append(query)
+        from memory.engine import retrieval
+
+        words = [w for t in retrieval.query_terms(query) for w in bm25.words(t)]
+        return self.index.search(words, limit, None)
+
+    def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
+        if self.dense_fails:
+            raise EmbeddingUnavailable("no model here")
+        self.dense_rows.append(rows)
+        return [[(pk, 1.0 - n / 10) for n, pk in enumerate(self.near[r])][:limit] for r in range(rows)]
+
+    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
+        return {pk: self.turns[pk][2] for pk in item_ids}
+
+    def vocabulary(self) -> bm25.Index | None:
+        return self.index
+
+    def candidates(self, item_ids: Sequence[int]) -> dict[int, ranking.Candidate]:
+        return {
+            pk: ranking.Candidate(pk * 10, self.turns[pk][0], self.turns[pk][1])
+            for pk in item_ids
+            if pk not in self.outside
+        }
+
+
+MAY = datetime(2023, 5, 8, 13, 0)
+JUNE = datetime(2023, 6, 9, 13, 0)
+TURNS = [
+    ("Caroline", MAY, "I went to a pottery class yesterday, it was lovely"),
+    ("Melanie", MAY, "Caroline, you should try painting too"),
+    ("Melanie", JUNE, "I painted a sunrise over the lake last week"),
+    ("Caroline", JUNE, "The support group meets on Tuesdays now"),
+    ("Melanie", JUNE, "We camped by the lake with the kids"),
+]
+SPEAKERS = {"Caroline", "Melanie"}
+
+
+def _question(text: str, rules: ranking.Rules = ranking.ALL_RULES) -> ranking.Question:
+    return ranking.read_question(text, SPEAKERS, people=True, rules=rules)
+
+
+def test_question_names_its_subject_and_is_asked_in_their_first_person():
+    q = _question("What did Melanie paint with her kids?")
+    assert q.named == {"Melanie"} and q.about == {"Melanie"}
+    assert q.own == "What did I paint with my kids?"
+    assert q.asked == ["What did Melanie paint with her kids?", "What did I paint with my kids?"]
+    two = _question("What did Caroline tell Melanie about painting?")
+    assert two.named == SPEAKERS and two.about == {"Caroline"}
+    # Without the subject rule both are asked about, and "I" would stand for nobody.
+    plain = _question(
+        "What did Caroline tell Melanie about painting?", ranking.ALL_RULES.without(["subject"])
+    )
+    assert plain.about == SPEAKERS and plain.own is None
+
+
+def test_each_switch_turns_its_rule_off():
+    rules = ranking.ALL_RULES.without(["first_person", "time_boost"])
+    q = _question("What did Melanie paint in June 2023?", rules)
+    assert q.own is None and q.times == ()
+    assert rules.off() == ["first_person", "time_boost"]
+    with pytest.raises(ValueError, match="unknown recall rule.*paint"):
+        ranking.ALL_RULES.without(["paint"])
+
+
+def test_context_names_tools_by_any_word_and_asks_no_first_person():
+    q = ranking.read_question(
+        "what did pytest say", {"pytest", "bash"}, people=False, rules=ranking.ALL_RULES
+    )
+    assert q.named == {"pytest"} and q.about == {"pytest"} and q.own is None
+
+
+def _rank(search, text, rules=ranking.ALL_RULES, words=None):
+    return ranking.rank(search, _question(text, rules), limit=50, rules=rules, people=True, words=words)
+
+
+def test_the_named_speakers_turns_and_the_named_month_rank_higher():
+    search = ListSearch(TURNS)
+    ranked, why = _rank(search, "What did Melanie do by the lake in June 2023?")
+    assert why is None
+    assert ranked[0][0] in (20, 40)  # Melanie's June turns about the lake, as positions
+    off = ranking.ALL_RULES.without(["speaker_boost", "time_boost", "first_person"])
+    plain, _ = _rank(ListSearch(TURNS), "What did Melanie do by the lake in June 2023?", off)
+    boosted = dict(ranked)
+    assert boosted[20] > dict(plain)[20]
+
+
+def test_the_first_person_question_adds_its_own_dense_ranking():
+    # The dense ranking of the question finds the turn said *to* Melanie; as she would ask it, her own.
+    search = ListSearch(TURNS, near=[[1], [2]])
+    ranked, _ = _rank(search, "What did Melanie paint?")
+    assert search.dense_rows == [2]
+    without = ListSearch(TURNS, near=[[1], [2]])
+    plain, _ = _rank(without, "What did Melanie paint?", ranking.ALL_RULES.without(["first_person"]))
+    assert without.dense_rows == [1]
+    # "painted" is no keyword match for "paint": only her own words, by meaning, find the turn.
+    assert 20 in dict(ranked) and 20 not in dict(plain)
+
+
+def test_feedback_and_expansion_are_extra_keyword_rankings_behind_their_switches():
+    def words(terms):  # every word at the same point: all of them near each other
+        return np.ones((len(terms), 4), dtype=np.float32)
+
+    # Expansion picks rare words only (in at most 5 % of the turns): a session of some length.
+    filler = [("Melanie", JUNE, f"note number {n} about errand {n}") for n in range(40)]
+    search = ListSearch(TURNS + filler)
+    _rank(search, "Which class did Caroline go to?", words=words)
+    assert len(search.lexical_queries) == 3  # as asked, widened by feedback, the expansion words
+    assert search.lexical_queries[1].startswith("Which class did Caroline go to? ")
+    quiet = ListSearch(TURNS + filler)
+    _rank(
+        quiet, "Which class did Caroline go to?", ranking.ALL_RULES.without(["feedback", "expansion"]), words
+    )
+    assert quiet.lexical_queries == ["Which class did Caroline go to?"]
+
+
+def test_only_candidates_come_back_and_a_missing_model_falls_back_to_keywords():
+    search = ListSearch(TURNS, outside={0})
+    ranked, _ = _rank(search, "pottery class")
+    assert 0 not in {p for p, _ in ranked}
+    lexical_only, why = _rank(ListSearch(TURNS, dense_fails=True), "pottery class")
+    assert why is not None and "keywords only" in why
+    assert lexical_only[0][0] == 0
