@@ -6,6 +6,9 @@ user's is no record (404).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -24,16 +27,28 @@ LESSONS_PER_PAGE = 25
 EXPIRED_SHOWN = 20
 
 
-def _live_record(request: HtmxRequest, record_id: int) -> ErrorRecord | HttpResponse:
-    """The user's live record, or the page that says it is gone (410) or never was (404)."""
-    try:
-        return services.get_live_error(user=request.user, record_id=record_id)
-    except NotFound:
-        expired = ErrorRecord.objects.for_user(request.user).expired().filter(pk=record_id).first()
-        if expired is None:
-            raise Http404("no such lesson") from None
-        template = "lessons/list.html#gone-row" if request.htmx else "lessons/gone.html"
-        return render(request, template, {"record": expired}, status=410)
+def live_record(view: Callable[[HtmxRequest, ErrorRecord], HttpResponse]) -> Callable[..., HttpResponse]:
+    """`view(request, record)` with the user's live record `record_id`; an expired one answers the
+    page that says it is gone (410), another user's or none 404."""
+
+    @wraps(view)
+    def with_record(request: HtmxRequest, record_id: int) -> HttpResponse:
+        try:
+            record = services.get_live_error(user=request.user, record_id=record_id)
+        except NotFound:
+            return _gone(request, record_id)
+        return view(request, record)
+
+    return with_record
+
+
+def _gone(request: HtmxRequest, record_id: int) -> HttpResponse:
+    """The page of the user's expired record (410), or 404 when the user never had it."""
+    expired = ErrorRecord.objects.for_user(request.user).expired().filter(pk=record_id).first()
+    if expired is None:
+        raise Http404("no such lesson")
+    template = "lessons/list.html#gone-row" if request.htmx else "lessons/gone.html"
+    return render(request, template, {"record": expired}, status=410)
 
 
 @require_GET
@@ -66,11 +81,9 @@ def lesson_list(request: HtmxRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def lesson_edit(request: HtmxRequest, record_id: int) -> HttpResponse:
+@live_record
+def lesson_edit(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
     """GET: the fix as an editable form. POST: rewrite the fix (the TTL is kept: editing is not a hit)."""
-    record = _live_record(request, record_id)
-    if isinstance(record, HttpResponse):
-        return record
     form = LessonFixForm(
         request.POST if request.method == "POST" else None, initial={"action": record.action}
     )
@@ -94,11 +107,9 @@ def lesson_edit(request: HtmxRequest, record_id: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def lesson_row(request: HtmxRequest, record_id: int) -> HttpResponse:
+@live_record
+def lesson_row(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
     """One row as it reads (the Cancel of an inline edit)."""
-    record = _live_record(request, record_id)
-    if isinstance(record, HttpResponse):
-        return record
     if not request.htmx:
         return redirect("lessons")
     return render(request, "lessons/list.html#lesson-row", {"record": record})
@@ -106,10 +117,8 @@ def lesson_row(request: HtmxRequest, record_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def lesson_delete(request: HtmxRequest, record_id: int) -> HttpResponse:
-    record = _live_record(request, record_id)
-    if isinstance(record, HttpResponse):
-        return record
+@live_record
+def lesson_delete(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
     services.delete_error(record=record)
     if request.htmx:
         return render(request, "lessons/list.html#deleted-row", {"record": record})

@@ -20,6 +20,8 @@ from typing import Any
 
 from django.conf import settings
 
+from ottoweb.errors import Invalid
+
 from . import services
 from .engine import ranking, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors, WordLlamaBackend, get_embedder
@@ -260,3 +262,32 @@ def recall(
         "tokens": spent + bullet_tokens,
         "degraded": "; ".join(dict.fromkeys(reasons)) or None,
     }
+
+
+def checked_recall(
+    session: Session,
+    *,
+    query: str,
+    kind: str = "all",
+    match: str = "semantic",
+    policy: str = "default",
+    max_tokens: int | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> dict[str, Any]:
+    """`recall`, after the checks a request's shape cannot make (the REST API and the MCP tools
+    alike): Invalid for a blank query, or a `since` not before `until`."""
+    if not query.strip():
+        raise Invalid("query must not be empty", field="query")
+    if since is not None and until is not None and since >= until:
+        raise Invalid("since must be before until", field="since")
+    return recall(
+        session,
+        query=query,
+        kind=kind,
+        match=match,
+        policy=policy,
+        max_tokens=max_tokens,
+        since=since,
+        until=until,
+    )

@@ -1,15 +1,17 @@
 """The shapes every API operation shares: request bases that refuse unstorable values and unknown
-fields, and the error answer (docs/api.md, "Errors")."""
+fields, a time as the REST API and the MCP tools take one (`Moment`), and the error answer
+(docs/api.md, "Errors")."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator
 from pydantic_core import PydanticCustomError
 
-from memory.engine.types import Path, json_problem
+from memory.engine.types import Path, json_problem, parse_moment
 
 
 def check_storable(value: Any, path: Path = ()) -> None:
@@ -51,6 +53,23 @@ class CleanIn(Schema):
 class StrictIn(CleanIn):
     # An unknown field is more likely a typo ("protect") than something to ignore silently.
     model_config = ConfigDict(extra="forbid")
+
+
+def _moment(value: Any) -> datetime | None:
+    """An ISO 8601 string with an offset, parsed (engine.types.parse_moment). Only a string: a
+    bare number could be seconds or milliseconds."""
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise PydanticCustomError("iso_time", "must be an ISO 8601 time string with an offset")
+    try:
+        return parse_moment(value)
+    except ValueError as exc:
+        raise PydanticCustomError("iso_time", "{problem}", {"problem": str(exc)}) from None
+
+
+# A time as the REST API and the MCP tools take it alike: an ISO 8601 string with an offset, or null.
+Moment = Annotated[datetime | None, BeforeValidator(_moment)]
 
 
 class ErrorOut(Schema):

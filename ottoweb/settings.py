@@ -44,12 +44,14 @@ if TESTING:
     os.environ.setdefault("OTTO_COMPACTION", "inline")
 DATA_DIR = Path(envstr("OTTO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
-# tiktoken's BPE file is placed here from a package (memory/engine/tokens.py), never downloaded.
+# tiktoken's own cache, used only if the package that ships its BPE file is missing (memory/engine/tokens.py).
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken"))
-# The packaged embedding model's files are gathered (and sha256-verified) here on first use.
+# The packaged embedding model's files are gathered (and sha256-verified) here on first use; in the
+# environment, so the processes this one starts (tests' servers, the bench's) share them.
 os.environ.setdefault("OTTO_MODEL_CACHE", str(DATA_DIR / "models"))
 # Never let a model hub download sit in a retry loop: offline must fail fast (docs/decisions.md, foundation 3).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("FASTEMBED_CACHE_PATH", str(DATA_DIR / "fastembed"))
 
 
@@ -270,6 +272,13 @@ OTTO_MAX_QUEUED_JOBS = envint("OTTO_MAX_QUEUED_JOBS", 20)
 # behind: a lost task, a restart, a database error that outlasted every retry.
 OTTO_EMBED_SWEEP_SECONDS = envint("OTTO_EMBED_SWEEP_SECONDS", 300)
 OTTO_MODEL_WINDOWS_URL = envstr("OTTO_MODEL_WINDOWS_URL", "")  # in-run compaction's window table
+# The engine's own settings (memory/engine/config.py, handed over by memory/apps.py): where the packaged
+# embedding model's files are gathered, or a folder that holds them; onnxruntime threads per embedding
+# call (0: every core; wsgi.py and asgi.py make it 1 in the web process); the model hub offline or not.
+OTTO_MODEL_CACHE = Path(os.environ["OTTO_MODEL_CACHE"])
+OTTO_MINILM_DIR = envstr("OTTO_MINILM_DIR", "")
+OTTO_EMBED_THREADS = envint("OTTO_EMBED_THREADS", 0)
+OTTO_HUB_OFFLINE = os.environ["HF_HUB_OFFLINE"] == "1"
 
 # --- celery ---------------------------------------------------------------------------------------
 _BROKER_DIR = DATA_DIR / "broker"

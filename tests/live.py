@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,9 @@ from typing import Any
 # The SQLite the server runs (ottoweb/db), so the test reads its files with the same library.
 from pysqlite3 import dbapi2 as sqlite3  # type: ignore[import-untyped]
 
+from memory.evaluation.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Instance:

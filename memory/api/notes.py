@@ -14,6 +14,7 @@ from pydantic import Field
 from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
+from ..answers import recalled, remembered, stored_note
 from ..services import notes as scoped
 
 router = Router(tags=["scoped memory"])
@@ -32,7 +33,7 @@ class RememberIn(ScopeIn):
     key: str | None = None
 
 
-# Named apart from memory.api.schemas.RecallIn/RecallOut: OpenAPI components are keyed by class name,
+# Named apart from the session recall's RecallIn/RecallOut: OpenAPI components are keyed by class name,
 # and two classes of one name make one of the two operations document the other's shape.
 class ScopedRecallIn(ScopeIn):
     # Required, but checked by the service: ottoweb/api.py's error handler drops a field named
@@ -65,40 +66,6 @@ class ScopedRecallOut(Schema):
     items: list[NoteOut]
     note: str | None = None
     degraded: bool | None = None
-
-
-def remembered(done: scoped.Remembered) -> dict[str, object]:
-    return {
-        "ok": True,
-        "mode": done.scope.mode,
-        "projectKey": done.scope.project_key,
-        "id": done.note.pk,
-        "upserted": done.upserted,
-    }
-
-
-def recalled(found: scoped.Recalled) -> dict[str, object]:
-    answer: dict[str, object] = {
-        "ok": True,
-        "mode": found.scope.mode,
-        "projectKey": found.scope.project_key,
-        "returned": len(found.notes),
-        "items": [
-            {
-                "id": n.note.pk,
-                "key": n.note.key,
-                "content": n.note.content,
-                "score": n.score,
-                "updated_at": n.note.updated_at,
-            }
-            for n in found.notes
-        ],
-    }
-    if found.note is not None:
-        answer["note"] = found.note
-    if found.degraded:
-        answer["degraded"] = True
-    return answer
 
 
 @router.post("/remember", response={200: RememberOut, **ERRORS})
@@ -174,18 +141,6 @@ class DeletedScopeOut(Schema):
     mode: ModeName
     projectKey: str  # noqa: N815
     deleted: int
-
-
-def stored_note(note) -> dict[str, object]:  # type: ignore[no-untyped-def]
-    return {
-        "id": note.pk,
-        "mode": note.mode,
-        "projectKey": note.project_key,
-        "key": note.key,
-        "content": note.content,
-        "created_at": note.created_at,
-        "updated_at": note.updated_at,
-    }
 
 
 @router.get("/notes", response={200: NoteListOut, **ERRORS})

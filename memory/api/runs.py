@@ -124,7 +124,8 @@ def fit_run(request: ApiRequest, body: FitIn):
     error = (
         runs.ContextLengthError(message=body.error.message, limit=body.error.limit) if body.error else None
     )
-    outcome = runs.fit_run(
+    # FitOut reads the outcome's attributes, as it reads a model's (ninja validates from attributes).
+    return runs.fit_run(
         user=request.auth.user,
         model=body.model,
         # exclude_unset: a message goes back with exactly the fields it came with.
@@ -135,21 +136,6 @@ def fit_run(request: ApiRequest, body: FitIn):
         previous_model=body.previous_model,
         related_errors=body.related_errors,
     )
-    return {
-        "messages": outcome.messages,
-        "stages": outcome.stages,
-        "window": outcome.window,
-        "budget": outcome.budget,
-        "summary": outcome.summary,
-        "tokens": outcome.tokens,
-        "over_budget": outcome.over_budget,
-        "window_source": outcome.window_source,
-        "learned": outcome.learned,
-        "evicted": outcome.evicted,
-        "stored": outcome.stored,
-        "job_id": outcome.job_id,
-        "related_errors": outcome.related_errors,
-    }
 
 
 @router.get("/models/windows", response={200: WindowsOut, **ERRORS})

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import BeforeValidator, Field
-from pydantic_core import PydanticCustomError
+from pydantic import Field
 
-from ottoweb.schemas import StrictIn
+from ottoweb.schemas import Moment, StrictIn
 
-from ..engine.types import SESSION_ID_CHARS, parse_moment
+# The answers the MCP tools give too are shaped in memory/answers.py; the operations here name them.
+from ..answers import BulletOut, TurnOut
+from ..answers import RecallOut as RecallOut
+from ..engine.types import SESSION_ID_CHARS
 
 RoleName = Literal["user", "assistant", "tool", "system"]
 KindName = Literal["history", "context"]
@@ -58,22 +60,6 @@ class SessionDetailOut(SessionOut):
 class SessionListOut(Schema):
     items: list[SessionOut]
     count: int
-
-
-def _moment(value: Any) -> datetime | None:
-    """An ISO 8601 string with an offset, parsed (engine.types.parse_moment). Only a string: a
-    bare number could be seconds or milliseconds."""
-    if value is None or isinstance(value, datetime):
-        return value
-    if not isinstance(value, str):
-        raise PydanticCustomError("iso_time", "must be an ISO 8601 time string with an offset")
-    try:
-        return parse_moment(value)
-    except ValueError as exc:
-        raise PydanticCustomError("iso_time", "{problem}", {"problem": str(exc)}) from None
-
-
-Moment = Annotated[datetime | None, BeforeValidator(_moment)]
 
 
 class ItemIn(StrictIn):
@@ -124,17 +110,6 @@ class BatchOut(Schema):
     items: list[AppendOut]
 
 
-class TurnOut(Schema):
-    hash: str
-    role: str
-    name: str
-    occurred_at: datetime
-    meta: dict[str, Any]
-    text: str
-    position: int
-    pinned: bool
-
-
 class PoppedOut(Schema):
     # The turn taken back, or null when the session held none.
     item: TurnOut | None
@@ -142,19 +117,6 @@ class PoppedOut(Schema):
 
 class PinIn(StrictIn):
     pinned: bool = Field(..., description="true: keep the turn verbatim in the view; false: unpin it")
-
-
-class BulletOut(Schema):
-    id: int
-    text: str
-    hash_refs: list[str]
-    generation: int
-    protected: bool
-    # A pinned turn, kept verbatim until it is unpinned.
-    pinned: bool
-    # The person's earlier words that left the view: an excerpt of each turn's start, citing the
-    # turns, which stay verbatim in the store (recall finds them).
-    quote: bool = False
 
 
 class ContextTokens(Schema):
@@ -194,30 +156,6 @@ class RecallIn(StrictIn):
     max_tokens: int | None = Field(None, ge=1, le=200_000)
     since: Moment = Field(None, description="only turns that happened at or after this time (ISO 8601)")
     until: Moment = Field(None, description="only turns that happened before this time (ISO 8601)")
-
-
-class RecallTurn(TurnOut):
-    hit: bool
-    truncated: bool = False
-
-
-class PassageOut(Schema):
-    score: float
-    turns: list[RecallTurn]
-
-
-class RecallResults(Schema):
-    history: list[PassageOut]
-    context: list[PassageOut]
-
-
-class RecallOut(Schema):
-    query: str
-    match: str
-    results: RecallResults
-    bullets: list[BulletOut]
-    tokens: int
-    degraded: str | None
 
 
 class MemoryActionIn(StrictIn):

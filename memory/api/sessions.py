@@ -16,11 +16,10 @@ from ottoweb.schemas import ERRORS as SHARED_ERRORS
 from ottoweb.schemas import CleanIn, ErrorOut
 
 from .. import services
-from ..engine.types import SESSION_ID
 from ..models import AuditEntry, Item, Job, Session
 from ..reads import session_context, session_summary, turn_dict
-from ..recall import recall
-from ..storage import lookups
+from ..recall import checked_recall
+from ..services.sessions import get_user_session
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -52,26 +51,8 @@ JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,32}\Z")
 ERRORS = {**SHARED_ERRORS, 409: ErrorOut}
 
 
-def user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: ignore[no-untyped-def]
-    """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
-
-    The REST API and the MCP tools both look sessions up here. `totals` annotates what
-    `session_summary` reads (three aggregate subqueries): an append or a recall does without them.
-    """
-    if not SESSION_ID.match(sid):
-        # No session has such an id; a NUL or a 10,000-character id never reaches the database.
-        raise NotFound("no session with that id")
-    if totals:
-        session = Session.objects.for_user(user).with_totals().filter(sid=sid).first()
-    else:
-        session = lookups.user_session(user.pk, sid)
-    if session is None:
-        raise NotFound(f"no session {sid!r}")
-    return session
-
-
 def get_session(request: ApiRequest, sid: str, *, totals: bool = False) -> Session:
-    return user_session(request.auth.user, sid, totals=totals)
+    return get_user_session(request.auth.user, sid, totals=totals)
 
 
 def _summary(request: ApiRequest, sid: str) -> dict:
@@ -204,27 +185,9 @@ def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
 
 
-def checked_recall(session: Session, body: RecallIn) -> dict:
-    """Recall in `session` with the checks a schema cannot make (REST and MCP alike)."""
-    if not body.query.strip():
-        raise Invalid("query must not be empty", field="query")
-    if body.since is not None and body.until is not None and body.since >= body.until:
-        raise Invalid("since must be before until", field="since")
-    return recall(
-        session,
-        query=body.query,
-        kind=body.kind,
-        match=body.match,
-        policy=body.policy,
-        max_tokens=body.max_tokens,
-        since=body.since,
-        until=body.until,
-    )
-
-
 @router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
 def recall_view(request: ApiRequest, sid: str, body: RecallIn):
-    return checked_recall(get_session(request, sid), body)
+    return checked_recall(get_session(request, sid), **body.model_dump())
 
 
 @router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})

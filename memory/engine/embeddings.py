@@ -22,7 +22,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -30,6 +30,8 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
+
+from . import config
 
 log = logging.getLogger(__name__)
 
@@ -89,18 +91,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _cache_root() -> Path:
-    return Path(
-        os.environ.get("OTTO_MODEL_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "ottoweb"))
-    )
-
-
 def assemble_minilm_folder(target: Path | None = None) -> Path:
     """Gather the MiniLM int8 files from their packages into one folder fastembed can load.
 
     Every file is checked against its sha256 before it is used; a mismatch refuses the model.
     """
-    target = target or _cache_root() / "all-MiniLM-L6-v2-onnx-int8"
+    target = target or config.current().model_cache / "all-MiniLM-L6-v2-onnx-int8"
     if target.is_dir() and all(
         (target / n).exists() and _sha256(target / n) == h for n, h in MINILM_FILES.items()
     ):
@@ -147,20 +143,20 @@ class FastEmbedBackend:
 
     def _load(self) -> Any:
         if self._engine is None:
-            # Never sit in the hub's retry loop: offline must fail in well under two seconds.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            settings = config.current()
             try:
                 from fastembed import TextEmbedding
 
                 kwargs: dict[str, Any] = {
-                    "threads": int(os.environ.get("OTTO_EMBED_THREADS", "0")) or None,
+                    "threads": settings.embed_threads,
                     "enable_cpu_mem_arena": self.arena,
                 }
                 if self.folder is not None:
                     kwargs["specific_model_path"] = str(self.folder)
                 else:
-                    kwargs["local_files_only"] = os.environ.get("HF_HUB_OFFLINE") == "1"
+                    # Offline, the local cache only: never the hub's retry loop (fails in well under
+                    # two seconds).
+                    kwargs["local_files_only"] = settings.hub_offline
                 self._engine = TextEmbedding(self.model, **kwargs)
                 tokenizer = getattr(getattr(self._engine, "model", None), "tokenizer", None)
                 if self.max_tokens and tokenizer is not None:
@@ -250,11 +246,10 @@ def build(spec: str) -> Embedder:
     """A new backend for `spec` (not cached). Raises ValueError for a spec that names nothing."""
     spec = (spec or DEFAULT_MODEL).strip()
     if spec in ("minilm", MINILM_STAMP):
-        folder = os.environ.get("OTTO_MINILM_DIR")
         return FastEmbedBackend(
             name=MINILM_STAMP,
             model=MINILM_NAME,
-            folder=Path(folder) if folder else None,
+            folder=config.current().minilm_dir,
             max_tokens=MINILM_MAX_TOKENS,
         )
     if spec in ("wordllama", WordLlamaBackend.name):
@@ -286,10 +281,7 @@ def use_threads(threads: int | None) -> None:
     (many requests at once; recall overlaps the query's embedding with its keyword searches), a
     worker embedding batches wants all (ottoweb/wsgi.py, bench).
     """
-    if threads:
-        os.environ["OTTO_EMBED_THREADS"] = str(threads)
-    else:
-        os.environ.pop("OTTO_EMBED_THREADS", None)
+    config.configure(replace(config.current(), embed_threads=threads or None))
     with _cache_lock:
         _cache.clear()
 

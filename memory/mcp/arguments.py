@@ -21,10 +21,9 @@ from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, field_validator
 
 from lessons.services import MAX_RELATED
-from memory.api.schemas import Moment
 from memory.engine.types import MAX_NAME_CHARS
 from memory.services import notes as scoped
-from ottoweb.schemas import check_storable
+from ottoweb.schemas import Moment, check_storable
 
 
 class ToolArguments(ArgModelBase):
@@ -43,6 +42,9 @@ SessionId = Annotated[
     str,
     Field(description="your session id: 1-128 letters, digits, '.', '_', ':' or '-' (one per conversation)"),
 ]
+# How the tools spell a scope's arguments: the notes services name them so when they refuse one.
+SCOPE_NAMES = scoped.ScopeNames(app_name="app_name", conversation_id="conversation_id")
+
 AppName = Annotated[str | None, Field(description="app scope: the application's name (give domain too)")]
 Domain = Annotated[str | None, Field(description="app scope: the host name the app serves, e.g. example.com")]
 ConversationId = Annotated[str | None, Field(description="conversation scope: the conversation's id (alone)")]

@@ -2,15 +2,15 @@
 
 Every tool runs through `run`. The caller is resolved from the bearer token the transport carried
 (never from an argument); a refused call becomes a tool error whose text is the REST API's error
-body, `{"detail", "code", "field"}`, naming the argument in the tool's spelling; every call, refused
-or not, is written to the audit trail on channel "mcp".
+body, `{"detail", "code", "field"}`, naming the argument in the tool's spelling (the tools tell the
+services how they spell it: `field="turns"`, `arguments.SCOPE_NAMES`); every call, refused or not,
+is written to the audit trail on channel "mcp".
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -28,16 +28,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# The REST contract's field names, as the tools spell the same arguments, for the services' own
-# refusals (the tools' argument models already use the tools' names).
-ARGUMENT_NAMES = {
-    "items": "turns",
-    "appName": "app_name",
-    "conversationId": "conversation_id",
-    "id": "session",
-}
-_FIELD = re.compile(r"\b(items|appName|conversationId)\b")
-
 
 @dataclass(frozen=True, slots=True)
 class Caller:
@@ -47,13 +37,6 @@ class Caller:
     @property
     def user(self) -> Any:
         return self.token.user
-
-
-def argument_name(field: str) -> str:
-    """A REST field path ("items[2].text", "appName") as the tool's argument ("turns[2].text", "app_name")."""
-    if field in ARGUMENT_NAMES:
-        return ARGUMENT_NAMES[field]
-    return _FIELD.sub(lambda m: ARGUMENT_NAMES[m.group(1)], field)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +86,7 @@ def refusal_result(refusal: ServiceRefusal) -> CallToolResult:
 
 
 def _refusal(exc: ServiceError) -> ServiceRefusal:
-    field = argument_name(exc.field) if exc.field else None
-    return ServiceRefusal(
-        exc.status, exc.code, _FIELD.sub(lambda m: ARGUMENT_NAMES[m.group(1)], exc.detail), field
-    )
+    return ServiceRefusal(exc.status, exc.code, exc.detail, exc.field)
 
 
 def run(

@@ -22,15 +22,16 @@ from pydantic_core import to_jsonable_python
 from lessons import services as lessons
 from lessons.schemas import RecordOut
 from memory import services
-from memory.api.notes import recalled, remembered, stored_note
-from memory.api.schemas import RecallIn, RecallOut
-from memory.api.sessions import checked_recall, user_session
+from memory.answers import RecallOut, recalled, remembered, stored_note
 from memory.models import Session
 from memory.reads import session_context, session_summary, turn_dict
+from memory.recall import checked_recall
 from memory.services import notes as scoped
-from ottoweb.errors import Conflict
+from memory.services.sessions import get_user_session
+from ottoweb.errors import Conflict, NotFound
 
 from .arguments import (
+    SCOPE_NAMES,
     AppendTurnsArguments,
     FindRelatedErrorsArguments,
     ForgetNoteArguments,
@@ -79,7 +80,7 @@ def _session_tools(who: Who) -> list[Tool]:
         it word for word in get_context until unpinned, for what must never be summarised)."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            services.check_session_id(args.session)
+            services.check_session_id(args.session, field="session")
             items = [
                 services.NewItem(
                     role=t.role,
@@ -93,14 +94,17 @@ def _session_tools(who: Who) -> list[Tool]:
                 )
                 for t in args.turns
             ]
-            services.check_batch(items)  # the batch limits of POST …/items/batch, before anything is written
-            row = Session.objects.for_user(caller.user).filter(sid=args.session).first()
-            created = row is None
-            if row is None:
+            # The batch limits of POST …/items/batch, before anything is written.
+            services.check_batch(items, field="turns")
+            created = False
+            try:
+                row = get_user_session(caller.user, args.session)
+            except NotFound:
+                created = True
                 try:
                     row = services.create_session(user=caller.user, sid=args.session)
                 except Conflict:  # created meanwhile by a concurrent call
-                    row = user_session(caller.user, args.session)
+                    row = get_user_session(caller.user, args.session)
             done = services.append_items(session=row, items=items, field="turns")
             return {
                 "session": args.session,
@@ -119,7 +123,7 @@ def _session_tools(who: Who) -> list[Tool]:
         is refused."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            found = user_session(caller.user, args.session)
+            found = get_user_session(caller.user, args.session)
             item = services.set_pinned(session=found, position=args.position, pinned=args.pinned)
             return {"session": args.session, **_json(turn_dict(item))}
 
@@ -131,7 +135,7 @@ def _session_tools(who: Who) -> list[Tool]:
         the summary stays: the call is refused."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            item = services.pop_last_item(session=user_session(caller.user, args.session))
+            item = services.pop_last_item(session=get_user_session(caller.user, args.session))
             return {"session": args.session, "turn": None if item is None else _json(turn_dict(item))}
 
         return run(lambda: who(ctx), "pop_turn", work, session=args.session)
@@ -142,7 +146,7 @@ def _session_tools(who: Who) -> list[Tool]:
         not in it is still stored: find it with recall."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            view = session_context(user_session(caller.user, args.session), "history")
+            view = session_context(get_user_session(caller.user, args.session), "history")
             return {
                 "session": args.session,
                 "text": view["text"],
@@ -163,18 +167,16 @@ def _session_tools(who: Who) -> list[Tool]:
         an offset) keep only turns that happened in that span."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            # The REST recall's own checks and call; its request shape only carries the values the
-            # tool's arguments already validated.
-            body = RecallIn.model_construct(
+            found = checked_recall(
+                get_user_session(caller.user, args.session),
                 query=args.query,
                 kind=args.kind,
                 match=args.match,
-                policy="default",
                 max_tokens=args.max_tokens,
                 since=args.since,
                 until=args.until,
             )
-            found = checked_recall(user_session(caller.user, args.session), body)
+            # The REST recall's answer, shaped as that operation documents it.
             return RecallOut.model_validate(found).model_dump(mode="json")
 
         return run(lambda: who(ctx), "recall", work, session=args.session)
@@ -194,7 +196,9 @@ def _session_tools(who: Who) -> list[Tool]:
         turns stay stored and recallable; only the prompt view gets shorter."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            done = services.memory_action(session=user_session(caller.user, args.session), action="compact")
+            done = services.memory_action(
+                session=get_user_session(caller.user, args.session), action="compact"
+            )
             return {"session": args.session, **done}
 
         return run(lambda: who(ctx), "compact", work, session=args.session)
@@ -203,7 +207,7 @@ def _session_tools(who: Who) -> list[Tool]:
         """Clear the session's memory. Cannot be undone; only when the user asks for it."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            found = user_session(caller.user, args.session)
+            found = get_user_session(caller.user, args.session)
             return {
                 "session": args.session,
                 **services.memory_action(session=found, action="reset", mode=args.mode),
@@ -237,6 +241,7 @@ def _note_tools(who: Who) -> list[Tool]:
                 app_name=args.app_name,
                 domain=args.domain,
                 conversation_id=args.conversation_id,
+                names=SCOPE_NAMES,
             )
             return _json(remembered(done))
 
@@ -254,6 +259,7 @@ def _note_tools(who: Who) -> list[Tool]:
                 domain=args.domain,
                 conversation_id=args.conversation_id,
                 limit=args.limit,
+                names=SCOPE_NAMES,
             )
             return _json(recalled(found))
 
@@ -271,6 +277,7 @@ def _note_tools(who: Who) -> list[Tool]:
                 conversation_id=args.conversation_id,
                 limit=args.limit,
                 offset=args.offset,
+                names=SCOPE_NAMES,
             )
             return {"items": _json([stored_note(n) for n in rows]), "count": count}
 

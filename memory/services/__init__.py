@@ -3,7 +3,7 @@
 The API, the dashboard, Celery tasks and management commands all call these; nothing else writes.
 Each module does one job:
 
-- `sessions`: session ids, creating, deleting and resetting a session;
+- `sessions`: session ids, finding a user's session, creating, deleting and resetting one;
 - `items`: appending items (each checked, batches bounded) and storing context items;
 - `pins`: pinning and unpinning a turn, within the session's cap;
 - `compaction`: a session's tiered queue with the configured summariser, and compacting it now;

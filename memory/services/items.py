@@ -80,23 +80,24 @@ def _text_bytes(item: NewItem) -> int:
     return len(item.text.encode("utf-8", "surrogatepass"))
 
 
-def check_batch(items: Sequence[NewItem]) -> None:
-    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text.
+def check_batch(items: Sequence[NewItem], *, field: str = "items") -> None:
+    """TooLarge when a batch is beyond OTTO_MAX_BATCH_ITEMS items or OTTO_MAX_BATCH_BYTES of text,
+    naming the list as the caller spells it (`field`: the REST body's `items`, an MCP tool's `turns`).
 
     A batch is one transaction, and on SQLite every other writer waits for it: these keep it short.
     """
     count, limit = len(items), settings.OTTO_MAX_BATCH_ITEMS
     if count > limit:
         raise TooLarge(
-            f"the batch has {count:,} items; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
-            field="items",
+            f"the batch has {count:,} {field}; the limit is {limit:,} (OTTO_MAX_BATCH_ITEMS): send it in parts",
+            field=field,
         )
     size, limit = sum(_text_bytes(i) for i in items), settings.OTTO_MAX_BATCH_BYTES
     if size > limit:
         raise TooLarge(
             f"the batch's texts are {size:,} bytes; the limit is {limit:,} (OTTO_MAX_BATCH_BYTES): "
             "send it in parts",
-            field="items",
+            field=field,
         )
 
 

@@ -41,13 +41,32 @@ MIN_SCORE = 0.20
 # Enough of a note to say what it is about; the model reads at most 256 tokens anyway.
 EMBED_CHARS = 2_000
 
-SCOPE_RULE = "appName and domain select app scope; conversationId selects conversation scope; give exactly one of the two"
 # A domain is a host name (with an optional port): no '@', so "app:<appName>@<domain>" parses one way.
 _DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?$")
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
     "were what which who with we you do does did how".split()
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeNames:
+    """How a caller spells a scope's arguments, so a refusal names them in its words: the REST
+    contract's camelCase (`CONTRACT_NAMES`) unless the caller says otherwise (an MCP tool's
+    `app_name`, `conversation_id`)."""
+
+    app_name: str = "appName"
+    conversation_id: str = "conversationId"
+
+    @property
+    def rule(self) -> str:
+        return (
+            f"{self.app_name} and domain select app scope; {self.conversation_id} selects conversation "
+            "scope; give exactly one of the two"
+        )
+
+
+CONTRACT_NAMES = ScopeNames()
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +98,10 @@ class Recalled:
     degraded: bool | None = None
 
 
-def _part(value: str, name: str, limit: int) -> str:
+def _part(value: str, name: str, limit: int, names: ScopeNames) -> str:
     value = value.strip()
     if not value:
-        raise Invalid(f"{name} must not be empty ({SCOPE_RULE})", field=name)
+        raise Invalid(f"{name} must not be empty ({names.rule})", field=name)
     if len(value) > limit:
         raise Invalid(f"{name} is {len(value):,} characters; the limit is {limit:,}", field=name)
     problem = label_problem(value)
@@ -91,8 +110,15 @@ def _part(value: str, name: str, limit: int) -> str:
     return value
 
 
-def resolve_scope(*, app_name: str | None, domain: str | None, conversation_id: str | None) -> Scope:
-    """The one scope the arguments select, or Invalid naming which arguments select which scope.
+def resolve_scope(
+    *,
+    app_name: str | None,
+    domain: str | None,
+    conversation_id: str | None,
+    names: ScopeNames = CONTRACT_NAMES,
+) -> Scope:
+    """The one scope the arguments select, or Invalid naming which arguments select which scope
+    (as `names` spells them).
 
     App scope: appName and domain, projectKey "app:<appName>@<domain>" (domain lower-cased, as host
     names are). Conversation scope: conversationId, projectKey "conversation:<conversationId>".
@@ -100,20 +126,25 @@ def resolve_scope(*, app_name: str | None, domain: str | None, conversation_id: 
     wants_app = app_name is not None or domain is not None
     wants_conversation = conversation_id is not None
     if wants_app and wants_conversation:
-        raise Invalid(f"both scopes were given: {SCOPE_RULE}", field="conversationId")
+        raise Invalid(f"both scopes were given: {names.rule}", field=names.conversation_id)
     if not wants_app and not wants_conversation:
-        raise Invalid(f"no scope was given: {SCOPE_RULE}", field="appName")
+        raise Invalid(f"no scope was given: {names.rule}", field=names.app_name)
     if wants_conversation:
         assert conversation_id is not None
-        conversation = _part(conversation_id, "conversationId", MAX_CONVERSATION_CHARS)
+        conversation = _part(conversation_id, names.conversation_id, MAX_CONVERSATION_CHARS, names)
         return Scope(ScopedMemory.CONVERSATION, f"conversation:{conversation}")
     if app_name is None or domain is None:
-        missing = "appName" if app_name is None else "domain"
-        raise Invalid(f"app scope needs both appName and domain; {missing} is missing", field=missing)
-    app = _part(app_name, "appName", MAX_APP_CHARS)
+        missing = names.app_name if app_name is None else "domain"
+        raise Invalid(
+            f"app scope needs both {names.app_name} and domain; {missing} is missing", field=missing
+        )
+    app = _part(app_name, names.app_name, MAX_APP_CHARS, names)
     if "@" in app:
-        raise Invalid("appName must not contain '@' (it separates appName from domain)", field="appName")
-    host = _part(domain, "domain", 253).lower()
+        raise Invalid(
+            f"{names.app_name} must not contain '@' (it separates {names.app_name} from domain)",
+            field=names.app_name,
+        )
+    host = _part(domain, "domain", 253, names).lower()
     if not _DOMAIN.match(host):
         raise Invalid("domain must be a host name: letters, digits, '.', '-', '_' and ':'", field="domain")
     return Scope(ScopedMemory.APP, f"app:{app}@{host}")
@@ -148,6 +179,7 @@ def remember_note(
     app_name: str | None = None,
     domain: str | None = None,
     conversation_id: str | None = None,
+    names: ScopeNames = CONTRACT_NAMES,
 ) -> Remembered:
     """Write a note in the scope the arguments select, for `user` (the token's user, never a field).
 
@@ -155,7 +187,7 @@ def remember_note(
     one a new note is always inserted. The content is embedded for recall; if no model is available
     the note is stored without a vector and recall finds it by keyword.
     """
-    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id, names=names)
     content = _content(content)
     key = _key(key)
     blob, stamp = None, ""
@@ -251,13 +283,14 @@ def recall_notes(
     domain: str | None = None,
     conversation_id: str | None = None,
     limit: int = 5,
+    names: ScopeNames = CONTRACT_NAMES,
 ) -> Recalled:
     """The notes of exactly one of `user`'s scopes that best answer `query` (newest first if empty).
 
     Raises Invalid for a bad scope or limit. Never raises because search is down: the answer then
     has no notes, `degraded` True and a note saying why.
     """
-    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id, names=names)
     if not 1 <= limit <= MAX_RECALL:
         raise Invalid(f"limit must be between 1 and {MAX_RECALL}", field="limit")
     if query is None:
@@ -301,10 +334,12 @@ def recall_notes(
 MAX_PAGE = 100
 
 
-def _optional_scope(*, app_name: str | None, domain: str | None, conversation_id: str | None) -> Scope | None:
+def _optional_scope(
+    *, app_name: str | None, domain: str | None, conversation_id: str | None, names: ScopeNames
+) -> Scope | None:
     if app_name is None and domain is None and conversation_id is None:
         return None
-    return resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    return resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id, names=names)
 
 
 def list_notes(
@@ -315,6 +350,7 @@ def list_notes(
     conversation_id: str | None = None,
     limit: int = 20,
     offset: int = 0,
+    names: ScopeNames = CONTRACT_NAMES,
 ) -> tuple[list[ScopedMemory], int]:
     """A page of `user`'s notes, newest first, of one scope (or of every scope when none is named),
     and how many there are in all. Reads only: listing is not recalling."""
@@ -322,7 +358,7 @@ def list_notes(
         raise Invalid(f"limit must be between 1 and {MAX_PAGE}", field="limit")
     if not 0 <= offset <= 1_000_000_000:
         raise Invalid("offset must be between 0 and 1,000,000,000", field="offset")
-    scope = _optional_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    scope = _optional_scope(app_name=app_name, domain=domain, conversation_id=conversation_id, names=names)
     rows = ScopedMemory.objects.filter(user=user)
     if scope is not None:
         rows = rows.filter(project_key=scope.project_key)
@@ -363,9 +399,10 @@ def delete_scope(
     app_name: str | None = None,
     domain: str | None = None,
     conversation_id: str | None = None,
+    names: ScopeNames = CONTRACT_NAMES,
 ) -> tuple[Scope, int]:
     """Delete every note of one of `user`'s scopes; the scope must be named. Returns how many went."""
-    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id)
+    scope = resolve_scope(app_name=app_name, domain=domain, conversation_id=conversation_id, names=names)
     with transaction.atomic():
         deleted, _ = ScopedMemory.objects.in_scope(user, scope.project_key).delete()
     return scope, deleted

@@ -1,4 +1,4 @@
-"""Sessions: their ids, creating and deleting them, and clearing their conversation."""
+"""Sessions: their ids, finding a user's, creating and deleting them, and clearing their conversation."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ottoweb.errors import Conflict, Invalid
+from ottoweb.errors import Conflict, Invalid, NotFound
 
 from ..engine.types import KINDS, SESSION_ID
 from ..models import Item, Session, TierState
-from ..storage import fts_delete, vec_delete
+from ..storage import fts_delete, lookups, vec_delete
 from . import embedding
 
 # Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
@@ -20,13 +20,34 @@ from . import embedding
 UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
 
 
-def check_session_id(sid: str) -> None:
+def check_session_id(sid: str, *, field: str = "id") -> None:
+    """Invalid, naming `field` (how the caller spells the id), unless `sid` is a session id a URL
+    can address."""
     if not SESSION_ID.match(sid):
         raise Invalid(
-            "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field="id"
+            "session id must be 1-128 characters of letters, digits, '.', '_', ':' or '-'", field=field
         )
     if sid in UNADDRESSABLE_IDS:
-        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field="id")
+        raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field=field)
+
+
+def get_user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: ignore[no-untyped-def]
+    """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
+
+    Every interface finds a session here (the REST API, the MCP tools, the dashboard, the commands).
+    `totals` annotates what `reads.session_summary` reads (three aggregate subqueries): an append or
+    a recall does without them.
+    """
+    if not SESSION_ID.match(sid):
+        # No session has such an id; a NUL or a 10,000-character id never reaches the database.
+        raise NotFound("no session with that id")
+    if totals:
+        session = Session.objects.for_user(user).with_totals().filter(sid=sid).first()
+    else:
+        session = lookups.user_session(user.pk, sid)
+    if session is None:
+        raise NotFound(f"no session {sid!r}")
+    return session
 
 
 def create_session(

@@ -6,9 +6,11 @@ from __future__ import annotations
 from django.http import Http404, HttpResponse
 from django_htmx.http import trigger_client_event
 
+from ottoweb.errors import NotFound
 from ottoweb.requests import HtmxRequest
 
 from ..models import Session
+from ..services.sessions import get_user_session
 
 # After a change to the session, regions that show it reload themselves (hx-trigger "... from:body").
 SESSION_CHANGED = "session-changed"
@@ -16,10 +18,10 @@ SESSION_CHANGED = "session-changed"
 
 def session_for(request: HtmxRequest, sid: str) -> Session:
     """The user's session `sid` with its token totals, or 404: another user's is no session."""
-    session = Session.objects.for_user(request.user).with_totals().filter(sid=sid).first()
-    if session is None:
-        raise Http404("no such session")
-    return session
+    try:
+        return get_user_session(request.user, sid, totals=True)
+    except NotFound:
+        raise Http404("no such session") from None
 
 
 def partial_target(request: HtmxRequest) -> str | None:

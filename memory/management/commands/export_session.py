@@ -8,8 +8,9 @@ import sys
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from memory.models import Session
 from memory.services import export_session
+from memory.services.sessions import get_user_session
+from ottoweb.errors import NotFound
 
 
 class Command(BaseCommand):
@@ -21,10 +22,14 @@ class Command(BaseCommand):
         parser.add_argument("--out", default=None)
 
     def handle(self, *args, username: str, session_id: str, out: str | None, **options):  # type: ignore[no-untyped-def]
+        missing = f"{username} has no session {session_id!r}"
         user = get_user_model().objects.filter(username=username).first()
-        session = Session.objects.for_user(user).filter(sid=session_id).first() if user else None
-        if session is None:
-            raise CommandError(f"{username} has no session {session_id!r}")
+        if user is None:
+            raise CommandError(missing)
+        try:
+            session = get_user_session(user, session_id)
+        except NotFound:
+            raise CommandError(missing) from None
         text = json.dumps(export_session(session), indent=2)
         if out:
             with open(out, "w") as handle:

@@ -66,44 +66,6 @@ def test_a_body_over_the_upload_limit_is_413(alice_api, session, settings):
     assert_nothing_written()
 
 
-def test_a_batch_of_more_items_than_the_limit_is_413_naming_it(alice_api, session, settings):
-    items = [{"role": "user", "text": f"turn {n}"} for n in range(settings.OTTO_MAX_BATCH_ITEMS + 1)]
-
-    response = alice_api.post("/api/v1/sessions/s/items/batch", {"items": items})
-
-    assert_refused(
-        response, 413, "the batch has 1,001 items; the limit is 1,000 (OTTO_MAX_BATCH_ITEMS)", "items"
-    )
-    assert response.json()["code"] == "too_large"
-    assert_nothing_written()
-
-
-def test_a_batch_of_more_text_than_the_limit_is_413_naming_it(alice_api, session, settings):
-    # Twice 1 MB of text (each well inside an item's limit) is past the batch's 2 MB.
-    items = [{"role": "tool", "text": "é" * 600_000} for _ in range(2)]
-
-    response = alice_api.post("/api/v1/sessions/s/items/batch", {"items": items})
-
-    assert_refused(
-        response,
-        413,
-        "the batch's texts are 2,400,000 bytes; the limit is 2,097,152 (OTTO_MAX_BATCH_BYTES)",
-        "items",
-    )
-    assert_nothing_written()
-
-
-def test_a_batch_at_both_limits_is_taken_whole(alice_api, session, settings):
-    settings.OTTO_MAX_BATCH_BYTES = 1000 * 20
-    items = [{"role": "user", "text": f"turn {n:03d} " + "x" * 11} for n in range(1000)]
-
-    response = alice_api.post("/api/v1/sessions/s/items/batch", {"items": items})
-
-    assert response.status_code == 201, response.content
-    assert [i["position"] for i in response.json()["items"]] == list(range(1000))
-    assert Item.objects.count() == 1000
-
-
 @pytest.mark.parametrize("raw", ["{not json", "", "[1, 2]", '"text"', "null"])
 def test_malformed_json_is_refused(alice_api, session, raw):
     response = alice_api.post("/api/v1/sessions/s/items", raw=raw)

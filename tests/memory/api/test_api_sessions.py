@@ -142,34 +142,6 @@ def test_user_turns_are_protected_by_default_and_survive_compaction(alice_api):
     ]
 
 
-def test_batch_is_all_or_nothing(alice_api):
-    alice_api.post("/api/v1/sessions", {"id": "s"})
-
-    response = alice_api.post(
-        "/api/v1/sessions/s/items/batch",
-        {
-            "items": [
-                {"role": "user", "text": "fine"},
-                {"role": "user", "text": "   "},
-            ]
-        },
-    )
-    ok = alice_api.post(
-        "/api/v1/sessions/s/items/batch",
-        {
-            "items": [
-                {"role": "user", "text": "one"},
-                {"role": "assistant", "text": "two"},
-            ]
-        },
-    )
-
-    assert response.status_code == 422
-    assert response.json()["detail"] == "items[1].text must not be empty"
-    assert [i["position"] for i in ok.json()["items"]] == [0, 1]
-    assert Item.objects.count() == 2
-
-
 def test_delete_removes_everything_of_the_session(alice_api):
     alice_api.post("/api/v1/sessions", {"id": "s", "x_budget": 20, "y_budget": 60})
     for n in range(20):

@@ -1,4 +1,5 @@
-"""`manage.py flush` empties a database on either backend, keyword index included."""
+"""The keyword index (memory/storage/fts.py): `manage.py flush` empties a database on either backend,
+keyword index included."""
 
 from __future__ import annotations
 

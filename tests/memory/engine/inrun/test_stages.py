@@ -1,4 +1,5 @@
-"""In-run compaction, the engine: stages, invariants, windows, overflow parsing. No database."""
+"""In-run compaction's stages (memory/engine/inrun/stages.py): fit, its invariants, trims, overflows
+and model switches. No database."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import json
 import random
 from collections.abc import Sequence
 from typing import Any
-
-import pytest
 
 from memory.engine import inrun
 from memory.engine.compaction import SourceItem
@@ -18,240 +17,14 @@ from memory.engine.inrun import (
     STEP_STORED,
     STEP_UNSTORED,
     Judges,
-    MemoryLearnedStore,
     Overflow,
     StepView,
-    ToolCallView,
-    TranscriptError,
     Verdict,
-    WindowRegistry,
-    check_transcript,
     fit,
-    heuristic_still_needed,
-    message_tokens,
     parse_overflow,
     transcript_tokens,
 )
-
-WORDS = (
-    "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega login deploy cache index "
-    "router parser schema token window budget session tier chunk bullet"
-).split()
-
-
-def prose(rng: random.Random, words: int) -> str:
-    sentences = []
-    while words > 0:
-        n = min(words, rng.randint(6, 14))
-        sentences.append(" ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + ".")
-        words -= n
-    return " ".join(sentences)
-
-
-def seed_messages() -> list[dict[str, Any]]:
-    return [
-        {"role": "system", "content": "You are a careful coding agent."},
-        {"role": "user", "content": "Fix the flaky login test in tests/test_login.py."},
-    ]
-
-
-def step(cid: str, name: str, arguments: dict[str, Any], result: str, said: str | None = None) -> list[dict]:
-    return [
-        {
-            "role": "assistant",
-            "content": said,
-            "tool_calls": [
-                {
-                    "id": cid,
-                    "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(arguments)},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": cid, "content": result},
-    ]
-
-
-def assert_paired(messages: Sequence[dict[str, Any]]) -> None:
-    check_transcript(messages)
-
-
-# --- transcripts a provider would refuse -----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "messages, field, detail",
-    [
-        ([], "messages", "at least one message"),
-        ([{"role": "robot", "content": "hi"}], "messages.0.role", "must be one of"),
-        ([{"role": "tool", "content": "x"}], "messages.0.tool_call_id", "needs the id of the call"),
-        (
-            [{"role": "user", "content": "x"}, {"role": "tool", "tool_call_id": "c1", "content": "x"}],
-            "messages.1.tool_call_id",
-            "answers no call",
-        ),
-        (
-            [
-                {
-                    "role": "assistant",
-                    "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
-                }
-            ],
-            "messages.0.tool_calls",
-            "call 'c1' has no tool result",
-        ),
-        (
-            [
-                {
-                    "role": "assistant",
-                    "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}],
-                },
-                {"role": "user", "content": "x"},
-                {"role": "tool", "tool_call_id": "c1", "content": "x"},
-            ],
-            "messages.0.tool_calls",
-            "call 'c1' has no tool result",
-        ),
-        ([{"role": "user", "tool_calls": []}], "messages.0.tool_calls", "only an assistant"),
-        (
-            [{"role": "assistant", "tool_calls": [{"id": "c1"}]}],
-            "messages.0.tool_calls.0.function.name",
-            "function name",
-        ),
-        (
-            [{"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f", "arguments": {}}}]}],
-            "messages.0.tool_calls.0.function.arguments",
-            "must be a string",
-        ),
-        (
-            [
-                {
-                    "role": "assistant",
-                    "tool_calls": [
-                        {"id": "c1", "function": {"name": "f", "arguments": "{}"}},
-                        {"id": "c1", "function": {"name": "g", "arguments": "{}"}},
-                    ],
-                }
-            ],
-            "messages.0.tool_calls.1.id",
-            "appears twice",
-        ),
-        ([{"role": "user", "content": 42}], "messages.0.content", "string, null or a list"),
-    ],
-)
-def test_check_transcript_refuses_what_a_provider_would_refuse(messages, field, detail):
-    with pytest.raises(TranscriptError) as refused:
-        check_transcript(messages)
-
-    assert refused.value.field == field
-    assert detail in refused.value.detail
-
-
-def test_message_tokens_count_content_calls_and_framing():
-    plain = {"role": "user", "content": "hello world"}
-    calling = step("c1", "read_file", {"path": "a.py"}, "ok")[0]
-
-    assert message_tokens(plain) == 4 + 2
-    assert message_tokens(calling) == 4 + 0 + 4 + 2 + 7  # "read_file" is 2 tokens, '{"path": "a.py"}' 7
-    assert transcript_tokens([plain, calling]) == 3 + 6 + 17
-
-
-# --- overflow messages and model names --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "message, limit, used",
-    [
-        (
-            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
-            8192,
-            9000,
-        ),
-        ("Input exceeds the context window of 8,192 tokens", 8192, None),
-        ("prompt is too long: 210000 tokens > 200000 maximum", 200000, 210000),
-        (
-            "The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).",
-            1048576,
-            1048577,
-        ),
-        ("input length and `max_tokens` exceed context limit: 199000 + 4096 > 200000", 200000, 199000),
-        (
-            "maximum context length is 16385 tokens. However, you requested 17000 tokens "
-            "(16000 in the messages, 1000 in the completion).",
-            16385,
-            16000,
-        ),
-        ("Request exceeds the limit of 32768 tokens", 32768, None),
-        ("rate limited, try again", None, None),
-        ("maximum context length is 12 tokens", None, None),
-    ],
-)
-def test_parse_overflow_reads_limit_and_size_from_provider_messages(message, limit, used):
-    assert parse_overflow(message) == Overflow(limit=limit, used=used)
-
-
-def test_normalize_model_requires_a_vendor_and_lowercases():
-    assert inrun.normalize_model(" OpenAI:GPT-4o ") == "openai:gpt-4o"
-    for bad in ("gpt-4o", ":gpt-4o", "openai:", "open ai:gpt", "x" * 201 + ":m"):
-        with pytest.raises(ValueError, match="vendor:model"):
-            inrun.normalize_model(bad)
-
-
-# --- the window table and registry -----------------------------------------------------------------
-
-
-def test_registry_answers_from_the_bundled_table_then_128k():
-    registry = WindowRegistry()
-
-    assert [registry.lookup(m) for m in ("openai:gpt-4o", "anthropic:claude-sonnet-4", "acme:unknown")] == [
-        inrun.WindowInfo("openai:gpt-4o", 128000, "table"),
-        inrun.WindowInfo("anthropic:claude-sonnet-4", 200000, "table"),
-        inrun.WindowInfo("acme:unknown", 128000, "default"),
-    ]
-    assert registry.lookup("google:gemini-2.5-pro").window == 1048576
-    assert registry.lookup("mercury:mercury-2.5").window == 260000
-    assert registry.lookup("deepseek:deepseek-flash").window == 1048576
-    # A dated id takes its family's entry; the longest family wins.
-    assert registry.lookup("anthropic:claude-sonnet-4-20250514").window == 200000
-    assert registry.lookup("openai:gpt-4-0613").window == 8192
-    assert registry.lookup("openai:gpt-4o-mini-2024-07-18") == inrun.WindowInfo(
-        "openai:gpt-4o-mini-2024-07-18", 128000, "table"
-    )
-
-
-def test_registry_learned_limit_replaces_only_a_smaller_value_and_persists():
-    store = MemoryLearnedStore()
-    registry = WindowRegistry(learned=store)
-
-    assert registry.learn("openai:gpt-4o", 200000) is False  # larger than the table: the table stands
-    assert registry.learn("openai:gpt-4o", 8192) is True
-    assert registry.learn("openai:gpt-4o", 16000) is False  # larger than what was learned
-    assert registry.learn("acme:unknown", 300000) is True  # stands in for a model the table lacks
-    assert registry.learn("openai:gpt-4o", 100) is False  # not a real model's limit
-
-    again = WindowRegistry(learned=store)
-    assert again.lookup("openai:gpt-4o") == inrun.WindowInfo("openai:gpt-4o", 8192, "learned")
-    assert again.lookup("acme:unknown") == inrun.WindowInfo("acme:unknown", 300000, "learned")
-    listed = {i.model: (i.window, i.source) for i in again.listing()}
-    assert listed["openai:gpt-4o"] == (8192, "learned")
-    assert listed["acme:unknown"] == (300000, "learned")
-    assert listed["anthropic:claude-sonnet-4"] == (200000, "table")
-
-
-def test_parse_table_reads_the_shapes_a_table_service_publishes():
-    assert inrun.parse_table({"OpenAI:gpt-4o": 64000, "bad": 3, "x:y": "no"}) == {"openai:gpt-4o": 64000}
-    assert inrun.parse_table({"openai": {"gpt-4o": {"context_window": 64000}}}) == {"openai:gpt-4o": 64000}
-    assert inrun.parse_table(
-        {
-            "models": [
-                {"vendor": "acme", "model": "m1", "max_input_tokens": 32000},
-                {"id": "acme:m2", "window": 9000},
-            ]
-        }
-    ) == {"acme:m1": 32000, "acme:m2": 9000}
-
-
-# --- the threshold stages --------------------------------------------------------------------------
+from tests.memory.engine.inrun.transcripts import assert_paired, prose, seed_messages, step
 
 
 def tool_run(calls: int, *, seed: int = 3, words: int = 220) -> list[dict[str, Any]]:
@@ -388,9 +161,6 @@ def test_a_failing_summariser_still_fits_with_excerpts():
     assert lines and all(any(text.startswith(line) for text in folded) for line in lines)
 
 
-# --- context-length errors -------------------------------------------------------------------------
-
-
 def test_trim_ratio_drops_superseded_steps_before_anything_else():
     rng = random.Random(2)
     messages = seed_messages()
@@ -500,9 +270,6 @@ def test_an_overflow_size_reported_by_the_provider_calibrates_the_count():
     assert transcript_tokens(fitted.messages) <= int(size * inrun.TRIM_RATIO)
 
 
-# --- a model switch --------------------------------------------------------------------------------
-
-
 def test_a_model_switch_turns_tool_history_into_plain_text():
     messages = tool_run(3) + [{"role": "assistant", "content": "Done reading."}]
 
@@ -551,55 +318,6 @@ def test_stage_names_come_back_in_the_order_they_were_applied():
         "ToolHistory",
         "ExtractContextHistories",
     ]
-
-
-# --- the offline judge -----------------------------------------------------------------------------
-
-
-def view(position: int, name: str, arguments: dict[str, Any], result: str) -> StepView:
-    return StepView(position, (ToolCallView(f"c{position}", name, json.dumps(arguments)),), (result,), "")
-
-
-@pytest.mark.parametrize(
-    "step_view, later, asked_for, verdict",
-    [
-        (
-            view(0, "read_file", {"path": "a.py"}, "x = 1"),
-            [view(1, "read_file", {"path": "a.py"}, "x = 2")],
-            "",
-            Verdict(False, 0.9, "the same call was made again later"),
-        ),
-        (
-            view(0, "run_tests", {"k": "login"}, "Error: ImportError in conftest"),
-            [view(1, "run_tests", {"k": "all"}, "3 passed")],
-            "",
-            Verdict(False, 0.8, "it failed and the tool was called again later"),
-        ),
-        (
-            view(0, "read_file", {"path": "src/app.py"}, "def main(): pass"),
-            [view(1, "edit_file", {"path": "src/app.py", "patch": "…"}, "ok")],
-            "",
-            Verdict(False, 0.75, "it read files a later step rewrote"),
-        ),
-        (
-            view(0, "grep", {"pattern": "timeout"}, "config/settings_prod.yaml:12 session_timeout: 30"),
-            [view(1, "read_file", {"path": "config/settings_prod.yaml"}, "…")],
-            "",
-            Verdict(True, 0.7, "its output is referred to later"),
-        ),
-        (
-            view(0, "list_dir", {"path": "."}, "a b c"),
-            [view(1, "run_tests", {}, "ok")],
-            "",
-            Verdict(True, 0.55, "no sign it was superseded"),
-        ),
-    ],
-)
-def test_heuristic_judge_gives_a_verdict_with_a_confidence(step_view, later, asked_for, verdict):
-    assert heuristic_still_needed(step_view, later, asked_for) == verdict
-
-
-# --- acceptance: a 300-call run, and a property over random transcripts -----------------------------
 
 
 def test_a_300_call_tool_heavy_run_stays_under_budget_and_stops_growing():

@@ -1,5 +1,6 @@
-"""A batch's turns are written together (`DjangoTierStore.batched`): the same tiers, bullets and
-keyword index as the turns appended one by one, in a bounded number of statements."""
+"""The tiers on the ORM (memory/storage/tiers.py): a batch's turns are written together
+(`DjangoTierStore.batched`), the same tiers, bullets and keyword index as the turns appended one by
+one, in a bounded number of statements."""
 
 from __future__ import annotations
 
