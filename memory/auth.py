@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
 from ottoweb import throttle
+from ottoweb.db.sqlite import not_waiting
 
 from .models import ApiToken
 from .storage import lookups
@@ -36,7 +35,7 @@ def token_owner(token: str) -> ApiToken | None:
     now = timezone.now()
     if row.last_used_at is None or now - row.last_used_at > LAST_USED_GRANULARITY:
         try:
-            with _not_waiting():
+            with not_waiting():
                 ApiToken.objects.filter(pk=row.pk).update(last_used_at=now)
         except DatabaseError as exc:
             # Bookkeeping only: a read-only, full or busy database must still answer reads (a
@@ -56,24 +55,3 @@ class TokenAuth(HttpBearer):
             return None
         request.user = row.user
         return row
-
-
-@contextmanager
-def _not_waiting() -> Iterator[None]:
-    """On SQLite, a write here does not wait for another writer's lock: it fails at once instead.
-
-    Recording a token's use is the only write a read makes; behind a long writer it would make
-    the read wait for the whole busy timeout. Inside a transaction (which holds the lock already,
-    or must keep its settings) nothing changes.
-    """
-    if connection.vendor != "sqlite" or connection.in_atomic_block:
-        yield
-        return
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA busy_timeout")
-        (waits,) = cursor.fetchone()
-        cursor.execute("PRAGMA busy_timeout=0")
-        try:
-            yield
-        finally:
-            cursor.execute(f"PRAGMA busy_timeout={int(waits)}")

@@ -6,16 +6,16 @@ from __future__ import annotations
 from django.core.checks import Error, register
 from django.db import connection
 
+from ottoweb.db import sqlite
+
 
 @register("database", deploy=True)
-def sqlite_extensions(app_configs, databases=None, **kwargs):  # type: ignore[no-untyped-def]
+def sqlite_extensions(app_configs, databases=None, **kwargs):
     if connection.vendor != "sqlite":
         return []
     errors = []
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("select vec_version()")
-            cursor.fetchone()
+        sqlite.vec_version()
     except Exception as exc:
         errors.append(
             Error(
@@ -25,17 +25,15 @@ def sqlite_extensions(app_configs, databases=None, **kwargs):  # type: ignore[no
             )
         )
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("select sqlite_compileoption_used('ENABLE_FTS5')")
-            if not cursor.fetchone()[0]:
-                raise RuntimeError("SQLite was built without FTS5")
+        if not sqlite.fts5_compiled():
+            raise RuntimeError("SQLite was built without FTS5")
     except Exception as exc:
         errors.append(Error(f"FTS5 is not available ({exc})", id="memory.E002"))
     return errors
 
 
 @register("database")
-def embedding_model_recorded(app_configs, databases=None, **kwargs):  # type: ignore[no-untyped-def]
+def embedding_model_recorded(app_configs, databases=None, **kwargs):
     from django.core.checks import Warning
     from django.db.utils import DatabaseError
 
@@ -49,7 +47,7 @@ def embedding_model_recorded(app_configs, databases=None, **kwargs):  # type: ig
 
 
 @register()
-def recall_rules_known(app_configs, **kwargs):  # type: ignore[no-untyped-def]
+def recall_rules_known(app_configs, **kwargs):
     """OTTO_RECALL_RULES_OFF names only rules there are: a typo would otherwise fail every recall."""
     from django.conf import settings
 
