@@ -38,8 +38,7 @@ dev: migrate
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy memory/engine memory/evaluation/compaction.py memory/evaluation/synthetic.py
-	$(BIN)/mypy clients/python/ottoweb_client
+	$(BIN)/mypy memory lessons ottoweb clients/python/ottoweb_client
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).
 browser-deps:

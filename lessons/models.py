@@ -21,7 +21,7 @@ def new_expiry(now: datetime | None = None) -> datetime:
 
 
 class ErrorRecordQuerySet(models.QuerySet["ErrorRecord"]):
-    def for_user(self, user) -> ErrorRecordQuerySet:  # type: ignore[no-untyped-def]
+    def for_user(self, user) -> ErrorRecordQuerySet:
         return self.filter(user=user)
 
     def live(self, now: datetime | None = None) -> ErrorRecordQuerySet:

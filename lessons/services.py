@@ -25,7 +25,7 @@ from ottoweb.errors import Invalid, NotFound
 from .models import ErrorRecord, ErrorRecordQuerySet, new_expiry
 
 if TYPE_CHECKING:
-    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +173,7 @@ def _rank(
 
 
 def record_error(
-    *, user: AbstractBaseUser, tool: str, error: str, action: str, outcome: str, context: str = ""
+    *, user: User, tool: str, error: str, action: str, outcome: str, context: str = ""
 ) -> Recorded:
     """Store a resolved tool failure with its fix; any other outcome stores nothing and says why.
 
@@ -213,7 +213,7 @@ def record_error(
     return Recorded(record)
 
 
-def get_live_error(*, user: AbstractBaseUser, record_id: int) -> ErrorRecord:
+def get_live_error(*, user: User, record_id: int) -> ErrorRecord:
     """The caller's live record, or NotFound: another user's or an expired record is no record."""
     record = None
     if 0 < record_id < 2**63:
@@ -223,9 +223,7 @@ def get_live_error(*, user: AbstractBaseUser, record_id: int) -> ErrorRecord:
     return record
 
 
-def search_errors(
-    *, user: AbstractBaseUser, tool: str = "", query: str = "", match: MatchMode = "semantic"
-) -> Ranked:
+def search_errors(*, user: User, tool: str = "", query: str = "", match: MatchMode = "semantic") -> Ranked:
     """The user's live records (of `tool`, if given): newest first, or ranked by `query`.
 
     Listing is not a hit: no TTL restarts. Semantic search also lists keyword matches, scored
@@ -243,7 +241,7 @@ def search_errors(
 
 
 def find_related_errors(
-    *, user: AbstractBaseUser, tool: str, error: str, limit: int = MAX_RELATED, match: MatchMode = "semantic"
+    *, user: User, tool: str, error: str, limit: int = MAX_RELATED, match: MatchMode = "semantic"
 ) -> Ranked:
     """Up to `limit` (1-3) live records of `tool` related to a new failure, best first.
 

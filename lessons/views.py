@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,7 +18,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ottoweb.errors import Invalid, NotFound
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import UserRequest
 
 from . import services
 from .forms import LessonFixForm, LessonSearchForm
@@ -27,12 +28,12 @@ LESSONS_PER_PAGE = 25
 EXPIRED_SHOWN = 20
 
 
-def live_record(view: Callable[[HtmxRequest, ErrorRecord], HttpResponse]) -> Callable[..., HttpResponse]:
+def live_record(view: Callable[[UserRequest, ErrorRecord], HttpResponse]) -> Callable[..., HttpResponse]:
     """`view(request, record)` with the user's live record `record_id`; an expired one answers the
     page that says it is gone (410), another user's or none 404."""
 
     @wraps(view)
-    def with_record(request: HtmxRequest, record_id: int) -> HttpResponse:
+    def with_record(request: UserRequest, record_id: int) -> HttpResponse:
         try:
             record = services.get_live_error(user=request.user, record_id=record_id)
         except NotFound:
@@ -42,7 +43,7 @@ def live_record(view: Callable[[HtmxRequest, ErrorRecord], HttpResponse]) -> Cal
     return with_record
 
 
-def _gone(request: HtmxRequest, record_id: int) -> HttpResponse:
+def _gone(request: UserRequest, record_id: int) -> HttpResponse:
     """The page of the user's expired record (410), or 404 when the user never had it."""
     expired = ErrorRecord.objects.for_user(request.user).expired().filter(pk=record_id).first()
     if expired is None:
@@ -53,9 +54,11 @@ def _gone(request: HtmxRequest, record_id: int) -> HttpResponse:
 
 @require_GET
 @login_required
-def lesson_list(request: HtmxRequest) -> HttpResponse:
+def lesson_list(request: UserRequest) -> HttpResponse:
     form = LessonSearchForm(request.GET)
-    data = form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
+    data: dict[str, Any] = (
+        form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
+    )
     ranked = services.search_errors(
         user=request.user, tool=data["tool"], query=data["q"], match=data["match"]
     )
@@ -82,7 +85,7 @@ def lesson_list(request: HtmxRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 @live_record
-def lesson_edit(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
+def lesson_edit(request: UserRequest, record: ErrorRecord) -> HttpResponse:
     """GET: the fix as an editable form. POST: rewrite the fix (the TTL is kept: editing is not a hit)."""
     form = LessonFixForm(
         request.POST if request.method == "POST" else None, initial={"action": record.action}
@@ -108,7 +111,7 @@ def lesson_edit(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
 @require_GET
 @login_required
 @live_record
-def lesson_row(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
+def lesson_row(request: UserRequest, record: ErrorRecord) -> HttpResponse:
     """One row as it reads (the Cancel of an inline edit)."""
     if not request.htmx:
         return redirect("lessons")
@@ -118,7 +121,7 @@ def lesson_row(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
 @require_POST
 @login_required
 @live_record
-def lesson_delete(request: HtmxRequest, record: ErrorRecord) -> HttpResponse:
+def lesson_delete(request: UserRequest, record: ErrorRecord) -> HttpResponse:
     services.delete_error(record=record)
     if request.htmx:
         return render(request, "lessons/list.html#deleted-row", {"record": record})

@@ -197,12 +197,12 @@ def tiers(session: Session) -> Tiers:
     )
     bullets = Bullet.objects.of_kind(session, "history").live().count()
     return Tiers(
-        x_tokens=session.x_tokens,  # type: ignore[attr-defined]
+        x_tokens=session.x_tokens,
         x_budget=session.x_budget,
-        y_raw_tokens=session.y_raw_tokens,  # type: ignore[attr-defined]
-        bullet_tokens=session.bullet_tokens,  # type: ignore[attr-defined]
+        y_raw_tokens=session.y_raw_tokens,
+        bullet_tokens=session.bullet_tokens,
         y_budget=session.y_budget,
-        generation=session.generation,  # type: ignore[attr-defined]
+        generation=session.generation,
         x_turns=items["x"],
         y_turns=items["y"],
         archived_turns=items["archived"],

@@ -142,7 +142,8 @@ def _bullets(
         best = min((rank[h] for h in b["hash_refs"] if h in rank), default=None)
         if best is not None:
             scored.append((best, b["first_position"], b))
-    chosen, spent = [], 0
+    chosen: list[dict[str, Any]] = []
+    spent = 0
     for _, _, b in sorted(scored, key=lambda t: (t[0], t[1])):
         if len(chosen) >= limit:
             break

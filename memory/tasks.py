@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="memory.compact_session", bind=True, max_retries=None)
-def compact_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyped-def]
+def compact_session_task(self, *, job_id: str) -> None:
     try:
         services.run_compaction_job(job_id=job_id, worker=services.worker_name())
     except services.JobBusy:
@@ -25,7 +25,7 @@ def compact_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyp
 
 
 @shared_task(name="memory.reembed_session", bind=True, max_retries=None)
-def reembed_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyped-def]
+def reembed_session_task(self, *, job_id: str) -> None:
     try:
         # Compactions first: one user's queue of re-embeddings never holds up another's session.
         services.run_due_compactions(worker=services.worker_name())
@@ -35,7 +35,7 @@ def reembed_session_task(self, *, job_id: str) -> None:  # type: ignore[no-untyp
 
 
 @shared_task(name="memory.store_context", bind=True, max_retries=None)
-def store_context_task(self, *, job_id: str) -> None:  # type: ignore[no-untyped-def]
+def store_context_task(self, *, job_id: str) -> None:
     try:
         services.run_due_compactions(worker=services.worker_name())
         services.run_store_job(job_id=job_id, worker=services.worker_name())
@@ -44,7 +44,7 @@ def store_context_task(self, *, job_id: str) -> None:  # type: ignore[no-untyped
 
 
 @shared_task(name="memory.embed_session", bind=True, ignore_result=True, max_retries=5)
-def embed_session_task(self, *, session_pk: int, kind: str) -> None:  # type: ignore[no-untyped-def]
+def embed_session_task(self, *, session_pk: int, kind: str) -> None:
     try:
         services.embed_pending(session_pk=session_pk, kind=kind)
     except DatabaseError as exc:
@@ -73,7 +73,7 @@ def _sweep_forever(every: float) -> None:
 
 
 @worker_ready.connect
-def requeue_after_restart(sender=None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+def requeue_after_restart(sender=None, **kwargs) -> None:
     """A worker that starts resends unfinished jobs (a killed worker's job completes once) and
     starts its vector sweep."""
     try:

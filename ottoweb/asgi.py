@@ -30,7 +30,8 @@ os.environ.setdefault("OTTO_EMBED_THREADS", "1")
 # Django's threads here are a fixed pool: each keeps its SQLite connection instead of opening one
 # per request (settings.py, CONN_MAX_AGE).
 os.environ.setdefault("OTTO_CONN_MAX_AGE", "600")
-django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.OTTO_WEB_THREADS)
+# a2wsgi declares its own WSGI and ASGI types; Django's handler and Starlette's scope are those at run time.
+django_app = WSGIMiddleware(get_wsgi_application(), workers=settings.OTTO_WEB_THREADS)  # type: ignore[arg-type]
 
 from memory.mcp.http import METADATA_PATH, PATH, mcp_app  # noqa: E402 (needs Django set up)
 
@@ -65,7 +66,7 @@ async def route(scope: Scope, receive: Receive, send: Send) -> None:
         except HTTPException as exc:  # raised before anything was sent: a missing file, a bad method
             await PlainTextResponse(exc.detail, status_code=exc.status_code)(scope, receive, send)
     else:
-        await django_app(scope, receive, send)
+        await django_app(scope, receive, send)  # type: ignore[arg-type]
 
 
 # After a request that moved megabytes, the pages its buffers used go back to the system.

@@ -13,8 +13,12 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponse
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ class AuditMiddleware:
         return response
 
 
-def _actor(request: HttpRequest) -> tuple[object | None, str]:
+def _actor(request: HttpRequest) -> tuple[User | None, str]:
     """The authenticated user and token prefix, as the server resolved them (never the body)."""
     from memory.models import ApiToken
 
@@ -115,7 +119,7 @@ def record(request: HttpRequest, status: int, response_id: str = "") -> None:
 
 def write_entry(
     *,
-    user: object,
+    user: User,
     token_prefix: str,
     channel: str,
     method: str,

@@ -9,6 +9,8 @@ from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
     from memory.models import ApiToken
 
 
@@ -17,6 +19,12 @@ class HtmxRequest(HttpRequest):
     htmx sent it, its `target` the id of the region asked for."""
 
     htmx: HtmxDetails
+
+
+class UserRequest(HtmxRequest):
+    """A dashboard request past `login_required`: `user` is the signed-in user, never anonymous."""
+
+    user: User
 
 
 class ApiRequest(HttpRequest):

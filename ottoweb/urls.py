@@ -4,6 +4,7 @@ from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles import finders
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.static import serve
@@ -30,7 +31,7 @@ urlpatterns = [
 ]
 
 
-def static_file(request: HttpRequest, path: str) -> HttpResponse:
+def static_file(request: HttpRequest, path: str) -> HttpResponseBase:
     """Serve a static file from the project or an app (ninja's Swagger UI): nothing from a CDN."""
     found = finders.find(path)
     if not found or ".." in path.split("/"):

@@ -9,6 +9,7 @@ import os
 import pstats
 import time
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -58,8 +59,8 @@ class LocalSections(Report):
         session = services.create_session(user=user, sid="bench-service")
         times = [
             timed(
-                lambda r=role, t=text: services.append_items(
-                    session=session, items=[services.NewItem(role=r, text=t)]
+                partial(
+                    services.append_items, session=session, items=[services.NewItem(role=role, text=text)]
                 )
             )
             for role, text in chatter(scale.service_appends, seed=2)
@@ -159,7 +160,7 @@ class LocalSections(Report):
         asked = questions(scale.recalls + WARM_UP, seed=7)
         for q in asked[:WARM_UP]:
             embedder.embed_query(q)
-        stats = latency([timed(lambda q=q: embedder.embed_query(q)) for q in asked[WARM_UP:]])
+        stats = latency([timed(partial(embedder.embed_query, q)) for q in asked[WARM_UP:]])
         self.line("query embedding", stats, "queries", "the model alone, one question")
         return stats
 
@@ -193,7 +194,7 @@ class LocalSections(Report):
         storage.vector_cache.clear()
         storage.keyword_cache.clear()
         cold = timed(lambda: recall(session, query=asked[0]))
-        stats = latency([timed(lambda q=q: recall(session, query=q)) for q in asked[WARM_UP:]])
+        stats = latency([timed(partial(recall, session, query=q)) for q in asked[WARM_UP:]])
         # Compactions embed as they go, so the build time holds most of the embedding for big sizes.
         stats.update(
             {

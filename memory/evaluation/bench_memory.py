@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +122,7 @@ class MemorySections(Report):
             server.expect(201, "POST", "/api/v1/sessions", {"id": "small"})
             path = "/api/v1/sessions/small/items"
             appends = [
-                timed(
-                    lambda r=r, t=t: server.expect(201, "POST", path, {"role": r, "text": t}, keep_alive=True)
-                )
+                timed(partial(server.expect, 201, "POST", path, {"role": r, "text": t}, keep_alive=True))
                 for r, t in chatter(scale.small, seed=41)
             ]
             worker.settle(sessions.filter(sid="small"))
@@ -172,7 +171,7 @@ class MemorySections(Report):
         """The largest accepted `/runs/fit` with a session: the web process fits it, the worker stores
         and embeds every evicted message."""
         server.expect(201, "POST", "/api/v1/sessions", {"id": "fit"})
-        after, seconds, statuses = [], [], {}
+        after, seconds, statuses = [], [], dict[str, int]()
         for round_ in range(1, scale.rounds + 1):
             # Round 1 evicts a new transcript, which the worker stores and embeds; later rounds resend
             # it, as an agent resends its transcript with every call: the web process does all its
@@ -259,7 +258,7 @@ class MemorySections(Report):
             f"{scale.outputs} tool outputs of {scale.output_chars:,} characters and {scale.turns:,} turns "
             f"appended; the worker embedded {count:,} turns in {waited:.1f} s",
         )
-        after, seconds, statuses = [], [], {}
+        after, seconds, statuses = [], [], dict[str, int]()
         asked = questions(scale.rounds, seed=44)
         for round_, query in enumerate(asked, 1):
             reset_peak(server.process.pid), reset_peak(worker.process.pid)
@@ -292,7 +291,7 @@ def _mcp_outcome(status: int, raw: bytes) -> str:
         return str(status)
     code = (result.get("structuredContent") or {}).get("code")
     return (
-        f"{status} {'tool error ' + code if result.get('isError') else 'ok'}"
+        f"{status} {'tool error ' + str(code) if result.get('isError') else 'ok'}"
         if code or result
         else str(status)
     )

@@ -29,7 +29,7 @@ def postgres_admin(statement: str) -> None:
     """Run `statement` on the PostgreSQL server of the configured database, outside any database."""
     import psycopg
 
-    db = settings.DATABASES["default"]
+    db: dict[str, Any] = settings.DATABASES["default"]
     with psycopg.connect(
         host=db["HOST"],
         port=db["PORT"],
@@ -65,7 +65,7 @@ class PrivateRun:
         contention: float = 0.0,
         memory: bool = False,
         **_: Any,
-    ) -> None:  # type: ignore[no-untyped-def]
+    ) -> None:
         folder = Path(tempfile.mkdtemp(prefix="ottoweb-bench-")).resolve()
         env = {
             k: v

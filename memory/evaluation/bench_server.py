@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ class ServerSections(Report):
             # the later ones arrive, and on two cores that competes with the server, more or less
             # depending on when its first task fires.
             times = [
-                timed(lambda r=role, t=text: server.expect(201, "POST", path, {"role": r, "text": t}))
+                timed(partial(server.expect, 201, "POST", path, {"role": role, "text": text}))
                 for role, text in turns[: scale.http_appends]
             ]
             out["append_http"] = latency(times)
@@ -75,9 +76,7 @@ class ServerSections(Report):
             busy = cpu_s(worker.process.pid)
             times = [
                 timed(
-                    lambda r=role, t=text: server.expect(
-                        201, "POST", path, {"role": r, "text": t}, keep_alive=True
-                    )
+                    partial(server.expect, 201, "POST", path, {"role": role, "text": text}, keep_alive=True)
                 )
                 for role, text in turns[scale.http_appends :]
             ]
@@ -274,7 +273,7 @@ class ServerSections(Report):
             if worker is not None:
                 worker.stop()
             server.stop()
-        figures = {
+        figures: dict[str, Any] = {
             "seconds": seconds,
             "limits": {
                 "batch_items": items,

@@ -94,7 +94,7 @@ def _repair(raw: str) -> list[str]:
 
 def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
     """Conversations with repaired evidence ids; ids that name no turn are dropped and listed."""
-    conversations = []
+    conversations: list[Conversation] = []
     for raw in data:
         conv = raw["conversation"]
         numbers = sorted(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -69,7 +69,7 @@ def invalid_arguments(exc: ValidationError) -> ServiceRefusal:
     """The SDK's refusal of a tool's arguments (its argument model's ValidationError) in the REST
     API's words: the first error, its argument named as the tool spells it (`turns[0].meta.a`)."""
     errors = exc.errors(include_url=False)
-    first = errors[0] if errors else {}
+    first: Mapping[str, Any] = errors[0] if errors else {}
     refused = invalid_value(first, first.get("loc", ()), whole="arguments", unknown="unknown argument")
     return ServiceRefusal(refused.status, refused.code, refused.detail, refused.field)
 

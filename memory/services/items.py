@@ -228,11 +228,9 @@ def pop_last_item(*, session: Session) -> Item | None:
     with transaction.atomic():
         # The tiers' lock, as every write to them takes first: no append or compaction in between.
         state = lookups.tier_state(session.pk, "history", lock=True)
-        item = (
-            Item.objects.of_kind(session, "history").select_related("chunk").order_by("-position").first()
-            if state is not None
-            else None
-        )
+        if state is None:
+            return None
+        item = Item.objects.of_kind(session, "history").select_related("chunk").order_by("-position").first()
         if item is None:
             return None
         if item.tier == TIER_ARCHIVED:

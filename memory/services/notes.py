@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
@@ -26,7 +27,7 @@ from ..models import ScopedMemory
 from . import embedding
 
 if TYPE_CHECKING:
-    from django.contrib.auth.base_user import AbstractBaseUser
+    from django.contrib.auth.models import User
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,14 @@ _STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
     "were what which who with we you do does did how".split()
 )
+
+
+class ScopeArguments(TypedDict, total=False):
+    """The remember/recall arguments that select one scope (`scope_arguments`)."""
+
+    app_name: str
+    domain: str
+    conversation_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +182,7 @@ def _key(key: str | None) -> str | None:
 
 def remember_note(
     *,
-    user: AbstractBaseUser,
+    user: User,
     content: str,
     key: str | None = None,
     app_name: str | None = None,
@@ -197,7 +206,7 @@ def remember_note(
         stamp = embedding.database_stamp()
     except EmbeddingUnavailable as exc:
         log.warning("scoped memory stored without a vector: %s", exc)
-    values = {"content": content, "embedding": blob, "embedding_model": stamp}
+    values: dict[str, object] = {"content": content, "embedding": blob, "embedding_model": stamp}
     try:
         return _write(user=user, scope=scope, key=key, values=values)
     except IntegrityError:
@@ -205,7 +214,7 @@ def remember_note(
         return _write(user=user, scope=scope, key=key, values=values)
 
 
-def _write(*, user: AbstractBaseUser, scope: Scope, key: str | None, values: dict[str, object]) -> Remembered:
+def _write(*, user: User, scope: Scope, key: str | None, values: dict[str, object]) -> Remembered:
     with transaction.atomic():
         now = timezone.now()
         existing = None
@@ -277,7 +286,7 @@ def _ranked(notes: list[ScopedMemory], query: str, *, by_meaning: bool = True) -
 
 def recall_notes(
     *,
-    user: AbstractBaseUser,
+    user: User,
     query: str | None,
     app_name: str | None = None,
     domain: str | None = None,
@@ -344,7 +353,7 @@ def _optional_scope(
 
 def list_notes(
     *,
-    user: AbstractBaseUser,
+    user: User,
     app_name: str | None = None,
     domain: str | None = None,
     conversation_id: str | None = None,
@@ -366,7 +375,7 @@ def list_notes(
     return list(rows[offset : offset + limit]), rows.count()
 
 
-def scopes_of(*, user: AbstractBaseUser) -> list[dict[str, object]]:
+def scopes_of(*, user: User) -> list[Mapping[str, object]]:
     """Every scope `user` has notes in: its mode, projectKey, how many notes, the newest change."""
     from django.db.models import Count, Max
 
@@ -378,7 +387,7 @@ def scopes_of(*, user: AbstractBaseUser) -> list[dict[str, object]]:
     )
 
 
-def get_note(*, user: AbstractBaseUser, note_id: int) -> ScopedMemory:
+def get_note(*, user: User, note_id: int) -> ScopedMemory:
     """One of `user`'s notes; NotFound for any other id (another user's included)."""
 
     # An id past the database's integer range is no note (not an overflow inside the driver).
@@ -395,7 +404,7 @@ def delete_note(*, note: ScopedMemory) -> None:
 
 def delete_scope(
     *,
-    user: AbstractBaseUser,
+    user: User,
     app_name: str | None = None,
     domain: str | None = None,
     conversation_id: str | None = None,
@@ -432,7 +441,7 @@ def reembed_notes(*, batch: int = 64) -> int:
     return done
 
 
-def scope_arguments(project_key: str) -> dict[str, str]:
+def scope_arguments(project_key: str) -> ScopeArguments:
     """The remember/recall arguments that select the scope `project_key` names (its inverse), or
     Invalid naming `scope` when it is not a projectKey."""
     mode, _, rest = project_key.partition(":")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ottoweb.errors import Invalid, NotFound, TooLarge
@@ -28,6 +29,9 @@ from .compaction import summarizer_for
 from .items import NewItem, store_context_items
 from .jobs import enqueue_context_store
 
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
 
 class DjangoLearnedStore:
     """`inrun.LearnedStore` on the LearnedWindow table for one user, read on every lookup so that
@@ -36,10 +40,10 @@ class DjangoLearnedStore:
     A limit belongs to the user whose run taught it (issue 15): another user's fit never sees it.
     """
 
-    def __init__(self, user) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, user: User) -> None:
         self.user = user
 
-    def _rows(self):  # type: ignore[no-untyped-def]
+    def _rows(self) -> QuerySet[LearnedWindow]:
         return LearnedWindow.objects.filter(user=self.user)
 
     def get(self, model: str) -> int | None:
@@ -74,12 +78,12 @@ class _NoLearnedLimits:
         return {}
 
 
-def learned_limits(*, user) -> list[LearnedWindow]:  # type: ignore[no-untyped-def]
+def learned_limits(*, user: User) -> list[LearnedWindow]:
     """The user's learned limits, by model name."""
     return list(LearnedWindow.objects.filter(user=user).order_by("model"))
 
 
-def clear_learned_limit(*, user, model: str) -> None:  # type: ignore[no-untyped-def]
+def clear_learned_limit(*, user: User, model: str) -> None:
     """Forget the limit `user` taught for `model`; the table's window applies again. NotFound if none."""
     key = check_model(model)
     deleted, _ = LearnedWindow.objects.filter(user=user, model=key).delete()
@@ -155,7 +159,7 @@ class FitOutcome:
 
 def fit_run(
     *,
-    user,  # type: ignore[no-untyped-def]
+    user: User,
     model: str,
     messages: Sequence[Mapping[str, Any]],
     session: Session | None = None,
@@ -233,7 +237,7 @@ def fit_run(
     )
 
 
-def _related_errors(user, failed: inrun.FailedToolResult) -> list[Any]:  # type: ignore[no-untyped-def]
+def _related_errors(user: User, failed: inrun.FailedToolResult) -> list[Any]:
     from lessons import services as lessons
 
     # The lookup's own limits: a tool name lessons can store, an error it can read.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -14,6 +15,9 @@ from ..engine.types import KINDS, SESSION_ID
 from ..models import Item, Session, TierState
 from ..storage import fts_delete, lookups, vec_delete
 from . import embedding
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 # Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
 # and /sessions/import is the import route.
@@ -31,7 +35,7 @@ def check_session_id(sid: str, *, field: str = "id") -> None:
         raise Invalid(f"session id {sid!r} cannot be addressed in a URL; choose another", field=field)
 
 
-def get_user_session(user, sid: str, *, totals: bool = False) -> Session:  # type: ignore[no-untyped-def]
+def get_user_session(user: User, sid: str, *, totals: bool = False) -> Session:
     """`user`'s session `sid`, or NotFound: another user's session is indistinguishable from none.
 
     Every interface finds a session here (the REST API, the MCP tools, the dashboard, the commands).
@@ -52,7 +56,7 @@ def get_user_session(user, sid: str, *, totals: bool = False) -> Session:  # typ
 
 def create_session(
     *,
-    user,  # type: ignore[no-untyped-def]
+    user: User,
     sid: str | None = None,
     title: str = "",
     workspace: str = "",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
@@ -34,6 +34,9 @@ from ..models import Bullet, Item, Session, TierState, offset_minutes
 from ..storage import DjangoTierStore, bullet_row
 from .jobs import enqueue_reembed
 from .sessions import check_session_id, create_session
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 EXPORT_FORMAT = "ottoweb.session"
 # Version 2 added each turn's `name` and `occurred_at`; version 1 documents still import. Pins
@@ -170,7 +173,7 @@ def _need(obj: Any, path: str, key: str, kind: type, *, optional: bool = False) 
 
 def _list(doc: dict[str, Any], key: str) -> list[Any]:
     value = _need(doc, "", key, list)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _check_text(value: str, path: str, max_chars: int) -> None:
@@ -344,7 +347,7 @@ def _check_pins(document: dict[str, Any], texts: dict[str, str]) -> None:
                 )
 
 
-def import_session(*, user, document: Any, sid: str | None = None) -> Session:  # type: ignore[no-untyped-def]
+def import_session(*, user: User, document: Any, sid: str | None = None) -> Session:
     """Create a session from an export document, validated whole before anything is written.
 
     Raises Invalid naming the first bad path (e.g. `chunks[3].hash`), Conflict when the id is

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from django.db import DatabaseError, transaction
@@ -48,7 +49,10 @@ def _fail(job: Job, exc: BaseException) -> None:
 
 
 def _load_session(job: Job) -> Session | None:
-    return with_db_retry(f"job {job.id}: load", lambda: Session.objects.filter(pk=job.session_id).first())
+    session_pk = job.session_id
+    if session_pk is None:
+        return None
+    return with_db_retry(f"job {job.id}: load", lambda: Session.objects.filter(pk=session_pk).first())
 
 
 def _run_job(
@@ -124,7 +128,7 @@ def run_compaction_job(*, job_id: str, worker: str) -> None:
 
         while rounds < MAX_ROUNDS and with_db_retry(f"job {job.id}: round", one_round):
             rounds += 1
-            with_db_retry(f"job {job.id}: progress", lambda n=rounds: _progress(job, n, n))
+            with_db_retry(f"job {job.id}: progress", partial(_progress, job, rounds, rounds))
         _write_vectors(job, session, "history")
 
     def finish(job: Job) -> None:
@@ -156,13 +160,14 @@ def _finish_compaction(job: Job, *, unseen_from: int) -> None:
         # for this short transaction, never for a summariser. (Locking the job row in
         # `enqueue_compaction` instead would order an append's locks tier row → job row → session
         # row, against `claim_job`'s session row → job row: a deadlock on PostgreSQL.)
-        list(
-            TierState.objects.select_for_update()
-            .filter(session_id=job.session_id, kind="history")
-            .values_list("pk", flat=True)
-        )
+        if job.session_id is not None:
+            list(
+                TierState.objects.select_for_update()
+                .filter(session_id=job.session_id, kind="history")
+                .values_list("pk", flat=True)
+            )
         _finish(job, Job.DONE)
-        session = Session.objects.filter(pk=job.session_id).first()
+        session = Session.objects.filter(pk=job.session_id).first() if job.session_id is not None else None
         if session is None:
             return
         # Only turns this job never planned on call for another: Y over budget with nothing new (a
@@ -223,10 +228,8 @@ def run_store_job(*, job_id: str, worker: str) -> None:
         batches = bounded_batches(items)
         with_db_retry(f"job {job.id}: progress", lambda: _progress(job, 0, len(batches)))
         for done, batch in enumerate(batches, start=1):
-            with_db_retry(
-                f"job {job.id}: store", lambda b=batch: store_context_items(session=session, items=b)
-            )
-            with_db_retry(f"job {job.id}: progress", lambda n=done: _progress(job, n))
+            with_db_retry(f"job {job.id}: store", partial(store_context_items, session=session, items=batch))
+            with_db_retry(f"job {job.id}: progress", partial(_progress, job, done))
             run_due_compactions(worker=worker)
         _write_vectors(job, session, "context")
 

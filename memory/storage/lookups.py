@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from django.contrib.auth import get_user_model
 from django.db import connection
@@ -41,7 +41,9 @@ def _first(
 def _columns(model: type[Model]) -> str:
     """The model's columns, qualified by its table (a join may share their names)."""
     table = connection.ops.quote_name(model._meta.db_table)
-    return ", ".join(f"{table}.{connection.ops.quote_name(f.column)}" for f in model._meta.concrete_fields)
+    return ", ".join(
+        f"{table}.{connection.ops.quote_name(cast(str, f.column))}" for f in model._meta.concrete_fields
+    )
 
 
 def live_token(digest: str) -> ApiToken | None:
@@ -73,6 +75,7 @@ def item_at(session_id: int, kind: str, position: int) -> tuple[ItemRow, str] | 
         join="JOIN memory_chunk c ON c.id = memory_item.chunk_id",
         extra=", c.text AS chunk_text",
     )
+    # chunk_text is the column `extra` selects, set on the row by Django's raw query: no field declares it.
     return None if item is None else (item, item.chunk_text)  # type: ignore[attr-defined]
 
 

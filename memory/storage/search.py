@@ -179,7 +179,7 @@ class SessionSearch:
 
     def bullets_citing(self, hashes: Sequence[str]) -> set[int]:
         """Ids of the live bullets citing any of `hashes`."""
-        cited, ids = self.cited, set()
+        cited, ids = self.cited, set[int]()
         for h in hashes:
             found = cited.get(hash_key(h))
             ids.update(found if isinstance(found, tuple) else () if found is None else (found,))

@@ -84,7 +84,7 @@ class DjangoTierStore:
             if kind is None:
                 held.clear()
             else:
-                held.pop(kind, None)  # type: ignore[attr-defined]
+                held.pop(kind, None)
 
     def _state(self, kind: str, *, lock: bool = False) -> TierState:
         if kind in self._locked:
@@ -107,6 +107,8 @@ class DjangoTierStore:
         # Every append reads these: one plain-SQL round trip of index range sums, where the ORM spent
         # more time building its three queries than the database spent answering them.
         pk = self.session.pk
+        params: list[int | str | bool] = [pk, kind, TIER_X, pk, kind, TIER_Y, pk, kind, False]
+        params += [pk, kind, False, True, pk, kind]
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT "
@@ -117,7 +119,7 @@ class DjangoTierStore:
                 "(SELECT COALESCE(SUM(tokens), 0) FROM memory_bullet "
                 " WHERE session_id = %s AND kind = %s AND superseded = %s AND protected = %s), "
                 "(SELECT generation FROM memory_tierstate WHERE session_id = %s AND kind = %s)",
-                [pk, kind, TIER_X, pk, kind, TIER_Y, pk, kind, False] + [pk, kind, False, True, pk, kind],
+                params,
             )
             x, y_raw, bullets, protected, generation = cursor.fetchone()
         if generation is None:

@@ -168,6 +168,7 @@ def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: i
     """Ids of the session's items of `kind` with no vector, oldest first; `newest` looks only at
     that many newest items (an anti-join over the newest, not the whole session)."""
     if newest is None:
+        params: list[Any]
         source, where, params = "memory_item", "i.session_id = %s AND i.kind = %s AND ", [session_pk, kind]
     else:
         source = (

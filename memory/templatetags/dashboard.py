@@ -49,7 +49,7 @@ def short_hash(value: str) -> str:
 
 
 @register.filter
-def job_percent(job) -> int:  # type: ignore[no-untyped-def]
+def job_percent(job) -> int:
     if job.status == "done":
         return 100
     return fill(job.progress, job.total) if job.total else 0

@@ -17,7 +17,7 @@ from django.utils.encoding import force_str
 from django.utils.http import urlsafe_base64_decode
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import HtmxRequest, UserRequest
 
 from .. import services
 from ..forms import TokenForm
@@ -27,13 +27,13 @@ from ..services import runs
 # --- password and API tokens ---------------------------------------------------------------------
 
 
-def _password_form(request: HtmxRequest, data: Any = None) -> SetPasswordForm | PasswordChangeForm:
+def _password_form(request: UserRequest, data: Any = None) -> SetPasswordForm | PasswordChangeForm:
     if request.user.has_usable_password():
         return PasswordChangeForm(request.user, data)
     return SetPasswordForm(request.user, data)
 
 
-def _account(request: HtmxRequest, **extra: Any) -> dict[str, Any]:
+def _account(request: UserRequest, **extra: Any) -> dict[str, Any]:
     tokens = ApiToken.objects.filter(user=request.user).order_by("revoked_at", "-created_at")
     context = {
         "tokens": tokens,
@@ -47,7 +47,7 @@ def _account(request: HtmxRequest, **extra: Any) -> dict[str, Any]:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def tokens(request: HtmxRequest) -> HttpResponse:
+def tokens(request: UserRequest) -> HttpResponse:
     """GET lists the tokens; POST issues one and shows it once (only its digest is kept)."""
     if request.method == "GET":
         return render(request, "memory/account.html", _account(request))
@@ -60,7 +60,7 @@ def tokens(request: HtmxRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def revoke_token(request: HtmxRequest, token_id: int) -> HttpResponse:
+def revoke_token(request: UserRequest, token_id: int) -> HttpResponse:
     token = get_object_or_404(ApiToken.objects.filter(user=request.user), pk=token_id)
     services.revoke_token(token=token)
     messages.success(request, f"Revoked token “{token.name}”: it no longer works.")
@@ -69,7 +69,7 @@ def revoke_token(request: HtmxRequest, token_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def clear_learned(request: HtmxRequest, learned_id: int) -> HttpResponse:
+def clear_learned(request: UserRequest, learned_id: int) -> HttpResponse:
     """Forget a window limit this user's runs taught; their fits use the table's window again."""
     row = get_object_or_404(LearnedWindow.objects.filter(user=request.user), pk=learned_id)
     runs.clear_learned_limit(user=request.user, model=row.model)
@@ -79,7 +79,7 @@ def clear_learned(request: HtmxRequest, learned_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def password(request: HtmxRequest) -> HttpResponse:
+def password(request: UserRequest) -> HttpResponse:
     form = _password_form(request, request.POST)
     if not form.is_valid():
         return render(request, "memory/account.html", _account(request, password_form=form), status=422)
@@ -129,7 +129,7 @@ def login_link(request: HtmxRequest, uidb64: str, token: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def audit(request: HtmxRequest) -> HttpResponse:
+def audit(request: UserRequest) -> HttpResponse:
     """The user's audit trail (every state-changing call and action), optionally one session's."""
     sid = request.GET.get("session", "")[:128]
     rows = AuditEntry.objects.for_user(request.user, sid)

@@ -7,7 +7,7 @@ from django.http import Http404, HttpResponse
 from django_htmx.http import trigger_client_event
 
 from ottoweb.errors import NotFound
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import UserRequest
 
 from ..models import Session
 from ..services.sessions import get_user_session
@@ -16,7 +16,7 @@ from ..services.sessions import get_user_session
 SESSION_CHANGED = "session-changed"
 
 
-def session_for(request: HtmxRequest, sid: str) -> Session:
+def session_for(request: UserRequest, sid: str) -> Session:
     """The user's session `sid` with its token totals, or 404: another user's is no session."""
     try:
         return get_user_session(request.user, sid, totals=True)
@@ -24,7 +24,7 @@ def session_for(request: HtmxRequest, sid: str) -> Session:
         raise Http404("no such session") from None
 
 
-def partial_target(request: HtmxRequest) -> str | None:
+def partial_target(request: UserRequest) -> str | None:
     """The region an htmx request asked for (its hx-target id), None for a whole page."""
     return request.htmx.target if request.htmx else None
 

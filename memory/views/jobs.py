@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseStopPolling
 
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import UserRequest
 
 from ..models import Job
 from .common import changed
@@ -16,7 +16,7 @@ from .common import changed
 
 @require_GET
 @login_required
-def job(request: HtmxRequest, job_id: str) -> HttpResponse:
+def job(request: UserRequest, job_id: str) -> HttpResponse:
     """A job's progress. htmx polls the partial; a finished job answers 286, which stops the polling."""
     row = get_object_or_404(Job.objects.for_user(request.user).select_related("session"), pk=job_id)
     context = {"job": row, "session": row.session}

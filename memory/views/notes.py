@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from ottoweb.errors import Invalid
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import UserRequest
 
 from ..models import ScopedMemory
 from ..services import notes as scoped
@@ -20,11 +20,11 @@ NOTES_PER_PAGE = 20
 
 @require_GET
 @login_required
-def notes(request: HtmxRequest) -> HttpResponse:
+def notes(request: UserRequest) -> HttpResponse:
     """The user's scopes and, for the chosen one (or every scope), a page of its notes, newest first."""
     key = request.GET.get("scope", "")
     try:
-        arguments = scoped.scope_arguments(key) if key else {}
+        arguments: scoped.ScopeArguments = scoped.scope_arguments(key) if key else {}
         page_number = max(1, int(request.GET.get("page", "1") or 1))
         rows, count = scoped.list_notes(
             user=request.user, limit=NOTES_PER_PAGE, offset=(page_number - 1) * NOTES_PER_PAGE, **arguments
@@ -47,7 +47,7 @@ def notes(request: HtmxRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def delete_note(request: HtmxRequest, note_id: int) -> HttpResponse:
+def delete_note(request: UserRequest, note_id: int) -> HttpResponse:
     note = get_object_or_404(ScopedMemory.objects.filter(user=request.user), pk=note_id)
     scoped.delete_note(note=note)
     messages.success(request, f"Deleted a note of {note.project_key}.")
@@ -56,7 +56,7 @@ def delete_note(request: HtmxRequest, note_id: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def delete_scope(request: HtmxRequest) -> HttpResponse:
+def delete_scope(request: UserRequest) -> HttpResponse:
     try:
         scope, deleted = scoped.delete_scope(
             user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))

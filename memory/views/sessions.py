@@ -14,7 +14,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ottoweb.errors import NotFound, ServiceError, TooLarge, TooManyJobs, TooManyPins
-from ottoweb.requests import HtmxRequest
+from ottoweb.requests import UserRequest
 
 from .. import reads, services
 from ..forms import ImportForm, RecallForm, ResetForm, SessionSearchForm
@@ -33,7 +33,7 @@ PIN_VALUES = {"1": True, "0": False}
 
 @require_GET
 @login_required
-def home(request: HtmxRequest) -> HttpResponse:
+def home(request: UserRequest) -> HttpResponse:
     form = SessionSearchForm(request.GET)
     q = form.cleaned_data["q"] if form.is_valid() else ""
     rows = Session.objects.for_user(request.user).with_totals().matching(q).order_by("-updated_at", "-pk")
@@ -46,7 +46,7 @@ def home(request: HtmxRequest) -> HttpResponse:
 
 @require_POST
 @login_required
-def import_view(request: HtmxRequest) -> HttpResponse:
+def import_view(request: UserRequest) -> HttpResponse:
     form = ImportForm(request.POST, request.FILES)
     if form.is_valid():
         try:
@@ -68,7 +68,7 @@ def import_view(request: HtmxRequest) -> HttpResponse:
 # --- one session ---------------------------------------------------------------------------------
 
 
-def _recall_context(request: HtmxRequest, session: Session) -> dict[str, Any]:
+def _recall_context(request: UserRequest, session: Session) -> dict[str, Any]:
     if "q" not in request.GET:
         return {"recall_form": RecallForm(initial={"match": "semantic", "kind": "all"}), "recalled": None}
     form = RecallForm(request.GET)
@@ -83,7 +83,7 @@ def _recall_context(request: HtmxRequest, session: Session) -> dict[str, Any]:
     return {"recall_form": form, "recalled": found}
 
 
-def _tab_context(session: Session, tab: str, request: HtmxRequest) -> dict[str, Any]:
+def _tab_context(session: Session, tab: str, request: UserRequest) -> dict[str, Any]:
     if tab == "summary":
         return {
             "pinned_turns": reads.pinned_turns(session),
@@ -108,7 +108,7 @@ def _compact_context(session: Session) -> dict[str, Any]:
 
 @require_GET
 @login_required
-def session_page(request: HtmxRequest, sid: str) -> HttpResponse:
+def session_page(request: UserRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     tab = request.GET.get("tab", "summary")
     if tab not in TABS:
@@ -140,7 +140,7 @@ def session_page(request: HtmxRequest, sid: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def bullet_turns(request: HtmxRequest, sid: str, bullet_id: int) -> HttpResponse:
+def bullet_turns(request: UserRequest, sid: str, bullet_id: int) -> HttpResponse:
     session = session_for(request, sid)
     bullet = get_object_or_404(Bullet.objects.filter(session=session), pk=bullet_id)
     context = {"session": session, "bullet": bullet, "cited": reads.cited_turns(session, bullet)}
@@ -149,7 +149,7 @@ def bullet_turns(request: HtmxRequest, sid: str, bullet_id: int) -> HttpResponse
     return render(request, "memory/bullet.html", context)
 
 
-def _back(request: HtmxRequest, session: Session) -> str:
+def _back(request: UserRequest, session: Session) -> str:
     """Where a plain form goes back to: the page it was sent from (its `next`), if on this site."""
     back = request.POST.get("next", "")
     if back.startswith("/") and url_has_allowed_host_and_scheme(
@@ -161,7 +161,7 @@ def _back(request: HtmxRequest, session: Session) -> str:
 
 @require_POST
 @login_required
-def pin_turn(request: HtmxRequest, sid: str, position: int) -> HttpResponse:
+def pin_turn(request: UserRequest, sid: str, position: int) -> HttpResponse:
     """Pin (`pinned=1`) or unpin (`pinned=0`) the history turn at `position`, through the one
     service. htmx gets the turn's toggle, swapped out of band into every copy of it on the page
     (a turn may be shown in its tier, among the pinned turns and in a recall hit); a plain form
@@ -196,7 +196,7 @@ def pin_turn(request: HtmxRequest, sid: str, position: int) -> HttpResponse:
 
 @require_POST
 @login_required
-def compact(request: HtmxRequest, sid: str) -> HttpResponse:
+def compact(request: UserRequest, sid: str) -> HttpResponse:
     """Compact now (X and Y into a new generation, in this request) or, with `background`, run the
     compaction Y's overflow is due as a job whose progress the page polls."""
     session = session_for(request, sid)
@@ -228,7 +228,7 @@ def compact(request: HtmxRequest, sid: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def reset(request: HtmxRequest, sid: str) -> HttpResponse:
+def reset(request: UserRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     form = ResetForm(request.POST)
     if not form.is_valid():
@@ -256,7 +256,7 @@ def reset(request: HtmxRequest, sid: str) -> HttpResponse:
 
 @require_GET
 @login_required
-def export(request: HtmxRequest, sid: str) -> HttpResponse:
+def export(request: UserRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     try:
         # The same bytes the API sends: within the import limit, so the file imports back.
@@ -270,7 +270,7 @@ def export(request: HtmxRequest, sid: str) -> HttpResponse:
 
 @require_POST
 @login_required
-def reembed(request: HtmxRequest, sid: str) -> HttpResponse:
+def reembed(request: UserRequest, sid: str) -> HttpResponse:
     session = session_for(request, sid)
     try:
         job = services.enqueue_reembed(session=session)
@@ -285,7 +285,7 @@ def reembed(request: HtmxRequest, sid: str) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @login_required
-def delete(request: HtmxRequest, sid: str) -> HttpResponse:
+def delete(request: UserRequest, sid: str) -> HttpResponse:
     """GET asks for confirmation (saying what goes); POST deletes and returns to the list."""
     session = session_for(request, sid)
     if request.method == "POST":

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import threading
 
-import pysqlite3  # type: ignore[import-untyped]
-import pysqlite3.dbapi2  # type: ignore[import-untyped]
+import pysqlite3
+import pysqlite3.dbapi2
 
 if "django.db.backends.sqlite3.base" in sys.modules:
     raise RuntimeError(
@@ -38,7 +38,7 @@ _OPEN_CLOSE = threading.Lock()
 
 
 class DatabaseWrapper(sqlite_base.DatabaseWrapper):
-    def get_new_connection(self, conn_params):  # type: ignore[no-untyped-def]
+    def get_new_connection(self, conn_params):
         with _OPEN_CLOSE:
             connection = super().get_new_connection(conn_params)
             connection.enable_load_extension(True)
@@ -48,6 +48,7 @@ class DatabaseWrapper(sqlite_base.DatabaseWrapper):
                 connection.execute(pragma)
         return connection
 
+    # Django's BaseDatabaseWrapper._close, which django-stubs does not declare.
     def _close(self) -> None:
         with _OPEN_CLOSE:
-            super()._close()
+            super()._close()  # type: ignore[misc]

@@ -10,6 +10,6 @@ from lessons.services import purge_expired_errors
 class Command(BaseCommand):
     help = "Delete error records (lessons) whose 90-day TTL has run out."
 
-    def handle(self, *args, **options) -> None:  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options) -> None:
         deleted = purge_expired_errors()
         self.stdout.write(f"purged {deleted} expired error record{'' if deleted == 1 else 's'}")

@@ -77,7 +77,7 @@ def _exit_once(*_: object) -> None:
 class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCommand):
     help = "Print append, compaction, recall and memory figures (on a private temporary database)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument(
             "--quick", action="store_true", help="a fast smoke run: small counts, one small session"
         )
@@ -111,7 +111,7 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
             help="also run 16 clients on 8 sessions for this many seconds against a server and a worker",
         )
 
-    def handle(self, *args, sizes: str | None, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, sizes: str | None, **options):
         spec = sizes or (QUICK_SIZES if options["quick"] else DEFAULT_SIZES)
         try:
             parsed = [int(s) for s in spec.split(",") if s.strip()]
@@ -139,11 +139,11 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
         load: float = 0.0,
         contention: float = 0.0,
         memory: bool = False,
-        **_: Any,
-    ) -> None:  # type: ignore[no-untyped-def]
+        **options: Any,
+    ) -> None:
         call_command("migrate", verbosity=0, interactive=False)
         if contention or memory:
-            figures = {"load_before": self.load("before")}
+            figures: dict[str, Any] = {"load_before": self.load("before")}
             if contention:
                 figures["contention"] = self.contention(contention)
             else:
@@ -154,7 +154,7 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
             return
         scale = Scale(quick)
         user, _ = get_user_model().objects.get_or_create(username="bench")
-        figures: dict[str, Any] = {
+        figures = {
             "cpus": os.cpu_count(),
             "model": embedding.database_stamp(),
             "budgets": {"x": settings.OTTO_X_BUDGET, "y": settings.OTTO_Y_BUDGET},

@@ -11,11 +11,11 @@ from memory.services import issue_token
 class Command(BaseCommand):
     help = "Print a new API token for USERNAME, creating the user if needed."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("--name", default="cli", help="a label for the token")
 
-    def handle(self, *args, username: str, name: str, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, username: str, name: str, **options):
         user, created = get_user_model().objects.get_or_create(username=username)
         if created:
             user.set_unusable_password()

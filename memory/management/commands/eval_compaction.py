@@ -28,7 +28,7 @@ def _lengths(value: str) -> list[int]:
 class Command(BaseCommand):
     help = "Count how many planted constraints survive each compaction policy (docs/decisions.md)."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--lengths", default=",".join(str(n) for n in ec.LENGTHS), help="turn counts")
         parser.add_argument(
             "--abstract-once",
@@ -38,7 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=3, help="the synthetic conversation's seed")
         parser.add_argument("--json", dest="json_out", default=None, help="write the figures to this file")
 
-    def handle(self, *args, lengths: str, abstract_once: bool, seed: int, json_out: str | None, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, lengths: str, abstract_once: bool, seed: int, json_out: str | None, **options):
         results = ec.run(lengths=_lengths(lengths), abstract_once=abstract_once, seed=seed)
         total = len(ec.CONSTRAINTS)
         self.stdout.write(ec.table(results, total))

@@ -27,7 +27,7 @@ from memory.evaluation.locomo_api import Answer
 class Command(BaseCommand):
     help = "Replay LoCoMo conversations through tiers, compaction and recall; print coverage per category."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--data", required=True, help="a LoCoMo JSON file (a list of conversations)")
         parser.add_argument(
             "--x-budget", type=int, default=None, help="X budget in tokens (default: the product's)"

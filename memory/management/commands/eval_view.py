@@ -27,7 +27,7 @@ X_BUDGET, Y_BUDGET = 800, 1800
 class Command(BaseCommand):
     help = "Replay LoCoMo over the API and score how many answers the prompt view (GET /context) holds."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--data", required=True, help="a LoCoMo JSON file (a list of conversations)")
         parser.add_argument(
             "--x-budget", type=int, default=X_BUDGET, help=f"X in tokens (default {X_BUDGET})"

@@ -16,12 +16,12 @@ from ottoweb.errors import NotFound
 class Command(BaseCommand):
     help = "Write a session's export document (JSON) to stdout or --out."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("session_id")
         parser.add_argument("--out", default=None)
 
-    def handle(self, *args, username: str, session_id: str, out: str | None, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, username: str, session_id: str, out: str | None, **options):
         missing = f"{username} has no session {session_id!r}"
         user = get_user_model().objects.filter(username=username).first()
         if user is None:

@@ -14,12 +14,12 @@ from ottoweb.errors import ServiceError
 class Command(BaseCommand):
     help = "Import a session document (validated whole first); a re-embedding job is queued."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument("file")
         parser.add_argument("--id", dest="sid", default=None)
 
-    def handle(self, *args, username: str, file: str, sid: str | None, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, username: str, file: str, sid: str | None, **options):
         user, _ = get_user_model().objects.get_or_create(username=username)
         try:
             with open(file) as handle:

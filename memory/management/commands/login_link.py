@@ -16,14 +16,14 @@ class Command(BaseCommand):
         "The link dies with its first use, a password change, or after PASSWORD_RESET_TIMEOUT."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("username")
         parser.add_argument(
             "--base-url", default="http://127.0.0.1:8000", help="where the dashboard is served"
         )
         parser.add_argument("--quiet", action="store_true", help="print the link only")
 
-    def handle(self, *args, username: str, base_url: str, quiet: bool, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, username: str, base_url: str, quiet: bool, **options):
         user, created = get_user_model().objects.get_or_create(username=username)
         if created:
             # No password: the link is the way in, and the Account page lets the user set one.

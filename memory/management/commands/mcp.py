@@ -21,7 +21,7 @@ from memory.mcp.tools import build_server
 class Command(BaseCommand):
     help = "Serve the MCP tools over stdio as the user of the token in OTTO_TOKEN."
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         token = os.environ.get("OTTO_TOKEN", "").strip()
         if not token:
             raise CommandError("set OTTO_TOKEN to an ottoweb API token (manage.py create_token USERNAME)")

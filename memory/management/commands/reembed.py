@@ -16,12 +16,12 @@ class Command(BaseCommand):
         "note not stamped with it. With --all and --model, the database switches to that model."
     )
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--all", action="store_true")
         parser.add_argument("--session", action="append", default=[], help="USERNAME:SESSION_ID")
         parser.add_argument("--model", default=None)
 
-    def handle(self, *args, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, **options):
         if options["all"]:
             sessions = list(Session.objects.all())
             if options["model"]:

@@ -65,11 +65,11 @@ def worker_command(*, concurrency: int = 2, name: str | None = None) -> list[str
 class Command(BaseCommand):
     help = "Serve the web app and run a Celery worker beside it."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
         parser.add_argument("--no-worker", action="store_true")
 
-    def handle(self, *args, addrport: str, no_worker: bool, **options):  # type: ignore[no-untyped-def]
+    def handle(self, *args, addrport: str, no_worker: bool, **options):
         children = [subprocess.Popen(web_command(addrport), cwd=settings.BASE_DIR)]
         if not no_worker:
             children.append(subprocess.Popen(worker_command(concurrency=2)))

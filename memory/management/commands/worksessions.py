@@ -21,7 +21,7 @@ from memory.evaluation import locomo, worksessions
 class Command(BaseCommand):
     help = "Write the agent work sessions (a second evaluation set) as LoCoMo-format JSON."
 
-    def add_arguments(self, parser):  # type: ignore[no-untyped-def]
+    def add_arguments(self, parser):
         parser.add_argument("--split", choices=["dev", "holdout", "all"], default="dev")
         parser.add_argument("--out", required=True, help="the JSON file to write")
 
