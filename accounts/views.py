@@ -1,6 +1,7 @@
 """The accounts' pages: logging in (password, throttled; one-time links), revoking a token, the
-audit trail. The Account page itself shows memory's learned limits too, so memory renders it
-(memory/views/account.py); its token and password forms post to these views or to it."""
+audit trail. The Account page shows memory's learned window limits beside the tokens, so memory
+renders it (memory/views/account.py: issuing a token, setting the password); its Revoke buttons
+post here."""
 
 from __future__ import annotations
 
