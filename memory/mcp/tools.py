@@ -336,7 +336,8 @@ class OttoServer(MCPServer):
 
 def build_server(identify: Who) -> MCPServer:
     """The ottoweb MCP server: every tool, each call made as the caller `identify` names."""
-    # Then the tools of the apps built on memory (lessons' record_error, find_related_errors).
+    # After the notes tools, those of the apps built on memory (lessons' record_error and
+    # find_related_errors, memory/hooks.py).
     added = [tool for tools_of in hooks.mcp_tools() for tool in tools_of(identify)]
     tools = [*_session_tools(identify), *_note_tools(identify), *added, _whoami(identify)]
     return OttoServer(identify, tools)
