@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django_htmx.middleware import HtmxDetails
 
 if TYPE_CHECKING:
-    from memory.models import ApiToken
+    from accounts.models import ApiToken
 
 
 class HtmxRequest(HttpRequest):
@@ -20,7 +20,7 @@ class HtmxRequest(HttpRequest):
 
 
 class ApiRequest(HttpRequest):
-    """An API request past the bearer-token check (memory.auth.TokenAuth): `auth` is the caller's
+    """An API request past the bearer-token check (accounts.auth.TokenAuth): `auth` is the caller's
     live token, `auth.user` the user every call starts from."""
 
     auth: ApiToken

@@ -186,3 +186,18 @@ class JobOut(Schema):
     total: int
     error: str
     session: str | None
+
+
+# A recorded fix of a failed tool, as /runs/fit attaches it (`related_errors`; memory/hooks.py) and
+# error memory's own API answers it (lessons/schemas.py): one shape, one name in the OpenAPI
+# document. No docstring: it would become the published schema's description.
+class RecordOut(Schema):
+    id: int
+    tool: str
+    error: str
+    action: str
+    context: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    hits: int

@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
+from .models import ApiToken, AuditEntry
+
 log = logging.getLogger(__name__)
 
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS", "TRACE"}
@@ -54,8 +56,6 @@ class AuditMiddleware:
 
 def _actor(request: HttpRequest) -> tuple[object | None, str]:
     """The authenticated user and token prefix, as the server resolved them (never the body)."""
-    from memory.models import ApiToken
-
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
         return token.user, token.prefix
@@ -126,8 +126,6 @@ def write_entry(
     status: int,
 ) -> None:
     """Append one entry; `status` is HTTP's (an MCP tool call is given the status its REST twin answers)."""
-    from memory.models import AuditEntry
-
     AuditEntry.objects.create(
         user=user,
         username=getattr(user, "username", ""),
