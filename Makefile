@@ -38,7 +38,7 @@ dev: migrate
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy memory lessons ottoweb clients/python/ottoweb_client
+	$(BIN)/mypy memory lessons accounts ottoweb clients/python/ottoweb_client
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/ottoweb/test_house_rules.py
 
 # The browser tests drive Debian's Chromium (Playwright's own browser download is not used).

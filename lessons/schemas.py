@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from ninja import Schema
 from pydantic import Field
 
+# A record's shape is memory's: /runs/fit attaches records as `related_errors`, and the OpenAPI
+# document has one RecordOut.
+from memory.api.schemas import RecordOut
 from ottoweb.schemas import CleanIn, StrictIn
 
 Outcome = Literal["resolved", "failed", "abandoned"]
@@ -41,18 +43,6 @@ class ErrorListParams(CleanIn):
     match: MatchName = "semantic"
     limit: int = Field(50, ge=1, le=500)
     offset: int = Field(0, ge=0)
-
-
-class RecordOut(Schema):
-    id: int
-    tool: str
-    error: str
-    action: str
-    context: str
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime
-    hits: int
 
 
 class NotStoredOut(Schema):

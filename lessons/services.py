@@ -277,6 +277,13 @@ def find_related_errors(
     return Ranked([fresh[i] for i in ids if i in fresh], ranked.match, ranked.degraded)
 
 
+def related_to_failure(*, user: User, tool: str, error: str) -> list[ErrorRecord]:
+    """The records `/runs/fit` attaches to a run whose last tool result failed (memory/hooks.py):
+    `find_related_errors` of what the transcript said, cut to what a record can hold."""
+    # The lookup's own limits: a tool name lessons can store, an error it can read.
+    return find_related_errors(user=user, tool=tool[:MAX_TOOL_CHARS], error=error[:MAX_TEXT_CHARS]).records
+
+
 def reembed_errors(*, batch: int = 64) -> int:
     """Give every stored record (of every user) a vector of the database's current model; return how
     many were written. Records already stamped with it are skipped, so running it twice is cheap.

@@ -25,10 +25,6 @@ class SessionSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, strip=True)
 
 
-class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, strip=True, label="Token name")
-
-
 class RecallForm(forms.Form):
     q = forms.CharField(max_length=2000, strip=True, label="Search this session")
     match = forms.ChoiceField(choices=MATCHES, initial="semantic", required=False)

@@ -275,6 +275,7 @@ def checked_recall(
     max_tokens: int | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    rules_off: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """`recall`, after the checks a request's shape cannot make (the REST API and the MCP tools
     alike): Invalid for a blank query, or a `since` not before `until`."""
@@ -291,4 +292,5 @@ def checked_recall(
         max_tokens=max_tokens,
         since=since,
         until=until,
+        rules=default_rules().without(rules_off) if rules_off else None,
     )

@@ -17,12 +17,9 @@ urlpatterns = [
     path("sessions/<str:sid>/delete/", sessions.delete, name="session-delete"),
     path("jobs/<str:job_id>/", jobs.job, name="job"),
     path("account/", account.tokens, name="tokens"),
-    path("audit/", account.audit, name="audit"),
     path("notes/", notes.notes, name="notes"),
     path("notes/scope/delete/", notes.delete_scope, name="notes-scope-delete"),
     path("notes/<int:note_id>/delete/", notes.delete_note, name="note-delete"),
-    path("account/tokens/<int:token_id>/revoke/", account.revoke_token, name="token-revoke"),
     path("account/learned/<int:learned_id>/clear/", account.clear_learned, name="learned-clear"),
     path("account/password/", account.password, name="password"),
-    path("login/link/<str:uidb64>/<str:token>/", account.login_link, name="login-link"),
 ]

@@ -18,8 +18,8 @@ from ninja.operation import Operation
 from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 
+from accounts.auth import TokenAuth
 from memory.api import notes_router, runs_router, sessions_router
-from memory.auth import TokenAuth
 from memory.engine.types import format_moment
 
 from .errors import ServiceError, invalid_value

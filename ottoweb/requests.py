@@ -11,7 +11,7 @@ from django_htmx.middleware import HtmxDetails
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
-    from memory.models import ApiToken
+    from accounts.models import ApiToken
 
 
 class HtmxRequest(HttpRequest):
@@ -28,7 +28,7 @@ class UserRequest(HtmxRequest):
 
 
 class ApiRequest(HttpRequest):
-    """An API request past the bearer-token check (memory.auth.TokenAuth): `auth` is the caller's
+    """An API request past the bearer-token check (accounts.auth.TokenAuth): `auth` is the caller's
     live token, `auth.user` the user every call starts from."""
 
     auth: ApiToken

@@ -78,6 +78,6 @@ class ErrorOut(Schema):
 
 
 # What any operation may answer besides its own codes. 400: a body that is not JSON; 413: a body
-# too large; 429: a wrong token from a locked address (ottoweb/throttle.py); 503: the database
+# too large; 429: a wrong token from a locked address (accounts/throttle.py); 503: the database
 # cannot be written (ottoweb/api.py).
 ERRORS = {code: ErrorOut for code in (400, 401, 404, 413, 422, 429, 503)}

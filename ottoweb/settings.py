@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",
+    "accounts",
     "memory",
     "lessons",
 ]
@@ -110,7 +111,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     "ottoweb.api.MethodNotAllowedAsJson",
     # Last, so it sees the user and token the views resolved.
-    "ottoweb.audit.AuditMiddleware",
+    "accounts.audit.AuditMiddleware",
 ]
 
 ROOT_URLCONF = "ottoweb.urls"
@@ -170,9 +171,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
-    {"NAME": "ottoweb.passwords.VarietyValidator"},
+    {"NAME": "accounts.passwords.VarietyValidator"},
 ]
-# Failed sign-ins (ottoweb/throttle.py): a client address is locked for one account after this many
+# Failed sign-ins (accounts/throttle.py): a client address is locked for one account after this many
 # failed logins at it, and for every account after this many failed logins (at any accounts) or bearer
 # tokens; no account is locked for everyone. The first lock-out lasts OTTO_AUTH_LOCKOUT_SECONDS and
 # each failure after it doubles it, up to OTTO_AUTH_LOCKOUT_MAX_SECONDS.

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles import finders
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
@@ -10,7 +9,6 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.static import serve
 
 from .api import api
-from .views import LoginView
 
 
 # Exempt: the CSRF middleware would otherwise answer a POST to an unknown /api/ path with its
@@ -24,8 +22,7 @@ def api_not_found(request: HttpRequest) -> HttpResponse:
 urlpatterns = [
     path("api/v1/", api.urls),
     re_path(r"^api/", api_not_found),
-    path("login/", LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("", include("accounts.urls")),
     path("lessons/", include("lessons.urls")),
     path("", include("memory.urls")),
 ]

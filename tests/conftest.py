@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import pytest
 from django.test import Client
 
-from memory.services import issue_token
+from accounts.services import issue_token
 
 
 @dataclass

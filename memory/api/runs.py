@@ -9,11 +9,11 @@ from ninja import Query, Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_core import PydanticCustomError
 
-from lessons.schemas import RecordOut
 from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
 from ..services import runs
+from .schemas import RecordOut
 from .sessions import get_session
 
 router = Router(tags=["runs"])

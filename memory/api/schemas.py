@@ -13,6 +13,7 @@ from ottoweb.schemas import Moment, StrictIn
 # The answers the MCP tools give too are shaped in memory/answers.py; the operations here name them.
 from ..answers import BulletOut, TurnOut
 from ..answers import RecallOut as RecallOut
+from ..engine.ranking import RULES, RuleName
 from ..engine.types import SESSION_ID_CHARS
 
 RoleName = Literal["user", "assistant", "tool", "system"]
@@ -156,6 +157,12 @@ class RecallIn(StrictIn):
     max_tokens: int | None = Field(None, ge=1, le=200_000)
     since: Moment = Field(None, description="only turns that happened at or after this time (ISO 8601)")
     until: Moment = Field(None, description="only turns that happened before this time (ISO 8601)")
+    rules_off: list[RuleName] | None = Field(
+        None,
+        max_length=len(RULES),
+        description="ranking rules to switch off for this recall, besides those the server switches "
+        "off (OTTO_RECALL_RULES_OFF); docs/recall.md says what each does",
+    )
 
 
 class MemoryActionIn(StrictIn):
@@ -179,3 +186,18 @@ class JobOut(Schema):
     total: int
     error: str
     session: str | None
+
+
+# A recorded fix of a failed tool, as /runs/fit attaches it (`related_errors`; memory/hooks.py) and
+# error memory's own API answers it (lessons/schemas.py): one shape, one name in the OpenAPI
+# document. No docstring: it would become the published schema's description.
+class RecordOut(Schema):
+    id: int
+    tool: str
+    error: str
+    action: str
+    context: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime
+    hits: int

@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from ninja import Query, Router, Status
 from pydantic import Field
 
+from accounts.models import AuditEntry
 from ottoweb import parsing
 from ottoweb.errors import Invalid, NotFound
 from ottoweb.requests import ApiRequest
@@ -16,7 +17,7 @@ from ottoweb.schemas import ERRORS as SHARED_ERRORS
 from ottoweb.schemas import CleanIn, ErrorOut
 
 from .. import services
-from ..models import AuditEntry, Item, Job, Session
+from ..models import Item, Job, Session
 from ..reads import session_context, session_summary, turn_dict
 from ..recall import checked_recall
 from ..services.sessions import get_user_session

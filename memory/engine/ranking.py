@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol, get_args
 
 from . import bm25, expansion, questions, retrieval
 from .embeddings import EmbeddingUnavailable, Vectors
@@ -67,6 +67,9 @@ class Rules:
 
 
 RULES: tuple[str, ...] = tuple(f.name for f in fields(Rules))
+# The rules' names as a type, for the API's `rules_off`.
+RuleName = Literal["feedback", "expansion", "first_person", "subject", "speaker_boost", "time_boost"]
+assert get_args(RuleName) == RULES, "RuleName must list Rules' fields, in order"
 ALL_RULES = Rules()
 
 

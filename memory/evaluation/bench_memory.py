@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from memory import services
+from accounts.services import issue_token
 from memory.evaluation.bench_common import Report, fit_body, latency, timed
 from memory.evaluation.bench_server import vm_mb
 from memory.evaluation.processes import RECALL_TIMEOUT, WebServer, Worker
@@ -107,7 +107,7 @@ class MemorySections(Report):
     def memory_ceiling(self, quick: bool) -> dict[str, Any]:
         scale = MemoryScale(quick)
         user, _ = get_user_model().objects.get_or_create(username="bench-memory")
-        _, token = services.issue_token(user=user, name="bench-memory")
+        _, token = issue_token(user=user, name="bench-memory")
         sessions = Session.objects.filter(user=user)
         server = WebServer(token)
         worker: Worker | None = None

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import CommandError
 
+from accounts.services import issue_token
 from memory import services
 from memory.evaluation.bench_common import WARM_UP, Report, Scale, fit_body, latency, percentile, timed
 from memory.evaluation.processes import RECALL_TIMEOUT, ServerHung, WebServer, Worker, WorkerStuck
@@ -173,7 +174,7 @@ class ServerSections(Report):
         from memory.evaluation.loadgen import run_load
 
         user, _ = get_user_model().objects.get_or_create(username="bench-load")
-        _, token = services.issue_token(user=user, name="bench-load")
+        _, token = issue_token(user=user, name="bench-load")
         server = WebServer(token)
         worker: Worker | None = None
         try:
@@ -204,7 +205,7 @@ class ServerSections(Report):
         tokens = {}
         for name in ("bench-a", "bench-b"):
             user, _ = get_user_model().objects.get_or_create(username=name)
-            tokens[name] = services.issue_token(user=user, name=name)[1]
+            tokens[name] = issue_token(user=user, name=name)[1]
         server = WebServer(tokens["bench-a"])
         worker: Worker | None = None
         items, text_bytes = settings.OTTO_MAX_BATCH_ITEMS, settings.OTTO_MAX_BATCH_BYTES

@@ -20,7 +20,6 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetad
 from mcp.types import ToolAnnotations
 from pydantic import ConfigDict, Field, field_validator
 
-from lessons.services import MAX_RELATED
 from memory.engine.types import MAX_NAME_CHARS
 from memory.services import notes as scoped
 from ottoweb.schemas import Moment, check_storable
@@ -140,21 +139,6 @@ class ListNotesArguments(ToolArguments):
 
 class ForgetNoteArguments(ToolArguments):
     note_id: int = Field(description="the note's id (list_notes)")
-
-
-class RecordErrorArguments(ToolArguments):
-    tool: str = Field(description="the tool that failed, e.g. 'bash' or 'http.get'")
-    error: str = Field(description="the error message it gave")
-    action: str = Field(description="what fixed it, so it can be done directly next time")
-    outcome: Literal["resolved", "failed", "abandoned"] = Field(
-        "resolved", description="only resolved failures are stored"
-    )
-
-
-class FindRelatedErrorsArguments(ToolArguments):
-    tool: str = Field(description="the tool that just failed")
-    error: str = Field(description="its error message")
-    limit: int = Field(MAX_RELATED, ge=1, le=MAX_RELATED)
 
 
 class NoArguments(ToolArguments):

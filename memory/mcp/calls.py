@@ -20,8 +20,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
 from pydantic import ValidationError
 
-from memory.models import ApiToken
-from ottoweb import audit
+from accounts import audit
+from accounts.models import ApiToken
 from ottoweb.errors import ServiceError, invalid_value
 
 log = logging.getLogger(__name__)

@@ -19,9 +19,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory.auth import token_owner
-from memory.models import ApiToken
-from ottoweb import audit, throttle
+from accounts import audit, throttle
+from accounts.auth import token_owner
+from accounts.models import ApiToken
 
 from .calls import Caller, unauthorized
 from .tools import build_server
@@ -50,7 +50,7 @@ def _owner(token: str) -> ApiToken | None:
 
 
 def _refusal_wait(scope: Scope) -> int:
-    """Count a wrong token against the client's address, as the REST API does (ottoweb/throttle.py);
+    """Count a wrong token against the client's address, as the REST API does (accounts/throttle.py);
     the seconds the address must now wait (0: not locked)."""
     header = settings.OTTO_CLIENT_ADDRESS_HEADER.lower().encode("latin-1")
     forwarded = dict(scope["headers"]).get(header, b"").decode("latin-1") if header else ""

@@ -19,9 +19,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
-from lessons import services as lessons
-from lessons.schemas import RecordOut
-from memory import services
+from memory import hooks, services
 from memory.answers import RecallOut, recalled, remembered, stored_note
 from memory.models import Session
 from memory.reads import session_context, session_summary, turn_dict
@@ -33,7 +31,6 @@ from ottoweb.errors import Conflict, NotFound
 from .arguments import (
     SCOPE_NAMES,
     AppendTurnsArguments,
-    FindRelatedErrorsArguments,
     ForgetNoteArguments,
     ListNotesArguments,
     ListSessionsArguments,
@@ -41,7 +38,6 @@ from .arguments import (
     PinTurnArguments,
     RecallArguments,
     RecallNotesArguments,
-    RecordErrorArguments,
     RememberArguments,
     ResetSessionArguments,
     SessionArguments,
@@ -310,40 +306,6 @@ def _note_tools(who: Who) -> list[Tool]:
     ]
 
 
-def _lesson_tools(who: Who) -> list[Tool]:
-    def record_error(args: RecordErrorArguments, ctx: Context) -> dict[str, Any]:
-        """Record a tool failure and the action that resolved it. Kept 90 days (longer while it keeps
-        being found), for find_related_errors to suggest when the tool fails the same way again."""
-
-        def work(caller: Caller) -> dict[str, Any]:
-            done = lessons.record_error(
-                user=caller.user, tool=args.tool, error=args.error, action=args.action, outcome=args.outcome
-            )
-            if done.record is None:
-                return {"stored": False, "reason": done.reason}
-            return {"stored": True, "record": RecordOut.model_validate(done.record).model_dump(mode="json")}
-
-        return run(lambda: who(ctx), "record_error", work)
-
-    def find_related_errors(args: FindRelatedErrorsArguments, ctx: Context) -> dict[str, Any]:
-        """Before retrying a failed tool call, look up how the same failure was fixed before: up to 3
-        recorded errors of that tool, best first, each with the action that resolved it."""
-
-        def work(caller: Caller) -> dict[str, Any]:
-            ranked = lessons.find_related_errors(
-                user=caller.user, tool=args.tool, error=args.error, limit=args.limit
-            )
-            records = [RecordOut.model_validate(r).model_dump(mode="json") for r in ranked.records]
-            return {"related_errors": records, "match": ranked.match, "degraded": ranked.degraded}
-
-        return run(lambda: who(ctx), "find_related_errors", work)
-
-    return [
-        strict_tool(record_error, RecordErrorArguments, WRITE),
-        strict_tool(find_related_errors, FindRelatedErrorsArguments, READ),
-    ]
-
-
 def _whoami(who: Who) -> Tool:
     def whoami(args: NoArguments, ctx: Context) -> dict[str, Any]:
         """Who this memory belongs to: the user of the token the connection carries."""
@@ -391,5 +353,8 @@ class OttoServer(MCPServer):
 
 def build_server(identify: Who) -> MCPServer:
     """The ottoweb MCP server: every tool, each call made as the caller `identify` names."""
-    tools = [*_session_tools(identify), *_note_tools(identify), *_lesson_tools(identify), _whoami(identify)]
+    # After the notes tools, those of the apps built on memory (lessons' record_error and
+    # find_related_errors, memory/hooks.py).
+    added = [tool for tools_of in hooks.mcp_tools() for tool in tools_of(identify)]
+    tools = [*_session_tools(identify), *_note_tools(identify), *added, _whoami(identify)]
     return OttoServer(identify, tools)

@@ -12,7 +12,6 @@ Each module does one job:
 - `jobs`: background job rows, queueing them for the worker, and claiming them;
 - `worker`: what the worker runs for each job;
 - `transfer`: export and import of a session document;
-- `tokens`: API tokens;
 - `dispatch`: sending the worker's tasks by name; `retry`: database errors tried again;
 - `runs`: in-run compaction (`/runs/fit`); `notes`: scoped notes.
 
@@ -57,7 +56,6 @@ from .jobs import (
 from .pins import set_pinned
 from .retry import DB_RETRY_PAUSES, with_db_retry
 from .sessions import UNADDRESSABLE_IDS, check_session_id, create_session, delete_session, reset_session
-from .tokens import issue_token, revoke_token
 from .transfer import EXPORT_FORMAT, EXPORT_VERSION, export_session, export_session_json, import_session
 from .worker import MAX_ROUNDS, run_compaction_job, run_due_compactions, run_reembed_job, run_store_job
 
@@ -94,14 +92,12 @@ __all__ = [
     "export_session",
     "export_session_json",
     "import_session",
-    "issue_token",
     "memory_action",
     "queue_for",
     "rebuild_summary",
     "reembed_session",
     "requeue_unfinished_jobs",
     "reset_session",
-    "revoke_token",
     "run_compaction_job",
     "run_due_compactions",
     "run_reembed_job",

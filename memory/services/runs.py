@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from ottoweb.errors import Invalid, NotFound, TooLarge
 
+from .. import hooks
 from ..engine import inrun
 from ..engine.hashing import content_hash
 from ..engine.types import clean_name
@@ -152,8 +153,8 @@ class FitOutcome:
     # The job storing and embedding the evicted turns (job mode, with a session and something
     # new to store); None when they were stored in the request (inline mode) or there were none.
     job_id: str | None = None
-    # The recorded fixes of the failing tool (lessons.ErrorRecord rows), or None when none were
-    # looked up (the run did not end in a failed tool result, or the caller turned it off).
+    # The recorded fixes of the failing tool (memory/hooks.py: error memory's records), or None when
+    # none were looked up (the run did not end in a failed tool result, or the caller turned it off).
     related_errors: list[Any] | None = None
 
 
@@ -237,14 +238,9 @@ def fit_run(
     )
 
 
-def _related_errors(user: User, failed: inrun.FailedToolResult) -> list[Any]:
-    from lessons import services as lessons
-
-    # The lookup's own limits: a tool name lessons can store, an error it can read.
-    tool = failed.tool[: lessons.MAX_TOOL_CHARS]
-    return lessons.find_related_errors(
-        user=user, tool=tool, error=failed.error[: lessons.MAX_TEXT_CHARS]
-    ).records
+def _related_errors(user: User, failed: inrun.FailedToolResult) -> list[Any] | None:
+    # Error memory is another app's (lessons registers its lookup, memory/hooks.py).
+    return hooks.related_errors(user=user, tool=failed.tool, error=failed.error)
 
 
 def _parts(text: str) -> list[str]:

@@ -12,9 +12,11 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 
+from accounts.models import ApiToken
+from accounts.services import issue_token
 from lessons.models import ErrorRecord
 from memory import services
-from memory.models import ApiToken, Bullet, Item, Job, Session
+from memory.models import Bullet, Item, Job, Session
 
 from .conftest import say
 
@@ -29,7 +31,7 @@ def world(alice, bob):
     )
     say(session, *[("assistant", f"Step {i} of the migration plan is done.") for i in range(12)])
     job = Job.objects.create(id="job1alice", user=alice, session=session, kind="reembed")
-    token, _ = services.issue_token(user=alice, name="laptop")
+    token, _ = issue_token(user=alice, name="laptop")
     lesson = ErrorRecord.objects.create(user=alice, tool="bash", error="disk full", action="rm -rf build/")
     bullet = Bullet.objects.filter(session=session, superseded=False).first()
     return {"session": session, "job": job, "token": token, "lesson": lesson, "bullet": bullet}

@@ -22,8 +22,8 @@ def test_audit_page_shows_the_users_trail_and_one_sessions(client, alice, alice_
 
 
 def test_dashboard_actions_are_audited_too(client, alice):
+    from accounts.models import AuditEntry
     from memory import services
-    from memory.models import AuditEntry
 
     services.create_session(user=alice, sid="s")
     client.force_login(alice)

@@ -492,3 +492,23 @@ def test_recall_of_a_kind_the_session_holds_nothing_of_is_empty_not_an_error(ali
     answer = recall(alice_api, "only-history", query="swimming", kind="context")
 
     assert answer["results"] == {"history": [], "context": []}
+
+
+def test_a_recall_switches_rules_off_by_name_and_the_server_by_setting(alice, alice_api, settings):
+    _dated_session(alice)
+    query = "What cake did Nate bake in November 2022?"
+
+    def first_hit(**body):
+        return top_texts(recall(alice_api, "dated", query=query, kind="history", **body))[0]
+
+    assert first_hit().startswith("Made a lemon tart")
+    # The month named no longer lifts its turns: the better match, in March, comes first.
+    assert first_hit(rules_off=["time_boost"]).startswith("I baked a chocolate cake")
+    assert first_hit(rules_off=["feedback"]).startswith("Made a lemon tart")
+    settings.OTTO_RECALL_RULES_OFF = ["time_boost"]
+    assert first_hit().startswith("I baked a chocolate cake")
+    # A name that is no rule is refused, naming the field and the names there are.
+    response = alice_api.post("/api/v1/sessions/dated/recall", {"query": query, "rules_off": ["time"]})
+    assert response.status_code == 422
+    assert response.json()["field"] == "rules_off.0" or response.json()["field"].startswith("rules_off")
+    assert "time_boost" in response.json()["detail"]

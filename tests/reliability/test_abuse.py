@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from memory.models import AuditEntry, Item, Job, Session
+from accounts.models import AuditEntry
+from memory.models import Item, Job, Session
 
 DEEP = '{"a": ' * 5000 + "1" + "}" * 5000
 DEEP_LIST = "[" * 5000 + "]" * 5000
@@ -100,7 +101,7 @@ def test_an_import_under_an_unaddressable_id_is_refused(alice_api):
 
 
 def test_300_anonymous_requests_write_no_audit_row(db):
-    from ottoweb import audit
+    from accounts import audit
 
     audit.anonymous_refusals.clear()
     client = Client()

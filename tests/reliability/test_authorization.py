@@ -23,9 +23,11 @@ from django.db import transaction
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from accounts.models import ApiToken
+from accounts.services import issue_token
 from lessons.models import ErrorRecord
 from memory import services
-from memory.models import ApiToken, Bullet, Job, LearnedWindow, ScopedMemory
+from memory.models import Bullet, Job, LearnedWindow, ScopedMemory
 from ottoweb.api import api
 from tests.conftest import ApiClient
 from tests.live import ROOT, Instance
@@ -74,7 +76,7 @@ def world(alice, bob):
     services.append_items(session=session, items=[services.NewItem(role="user", text="Noted.")])
     job = Job.objects.create(id="0123456789abcdef", user=alice, session=session, kind="reembed")
     lesson = ErrorRecord.objects.create(user=alice, tool="bash", error=SECRET, action="rm -rf build/")
-    token, _ = services.issue_token(user=alice, name="laptop")
+    token, _ = issue_token(user=alice, name="laptop")
     learned = LearnedWindow.objects.create(user=alice, model="openai:gpt-4o", window=8192)
     note = ScopedMemory.objects.create(user=alice, mode="app", project_key="app:crm@acme.com", content=SECRET)
     bullet = Bullet.objects.filter(session=session, superseded=False).first()
@@ -279,7 +281,7 @@ def test_bob_creating_alices_session_id_gets_his_own_session(world, alice, bob_a
 
 
 def test_tokens_are_stored_only_as_their_sha256(alice):
-    row, plain = services.issue_token(user=alice, name="ci")
+    row, plain = issue_token(user=alice, name="ci")
 
     stored = ApiToken.objects.filter(pk=row.pk).values().get()
 

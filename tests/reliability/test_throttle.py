@@ -1,5 +1,5 @@
 """Failed sign-ins are throttled per (address, account) and per address, never per account alone
-(ottoweb/throttle.py): a stranger can lock out only the addresses they try from."""
+(accounts/throttle.py): a stranger can lock out only the addresses they try from."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time_machine
 from django.test import Client
 from django.utils import timezone
 
-from memory.models import AuditEntry, AuthFailure
+from accounts.models import AuditEntry, AuthFailure
 
 WRONG = {"username": "alice", "password": "not-her-password"}
 RIGHT = {"username": "alice", "password": "alice-password-1"}

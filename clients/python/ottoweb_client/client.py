@@ -10,6 +10,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from typing import Any, Literal, NamedTuple, cast
 
 from .types import (
@@ -26,6 +27,7 @@ from .types import (
     RecordOut,
     RelatedOut,
     RememberOut,
+    RuleName,
     ScopedRecallOut,
     ScopeListOut,
     SessionDetailOut,
@@ -231,7 +233,9 @@ class Ottoweb:
         max_tokens: int | None = None,
         since: str | None = None,
         until: str | None = None,
+        rules_off: Sequence[RuleName] | None = None,
     ) -> RecallOut:
+        """`rules_off`: ranking rules to switch off for this recall (the server's docs/recall.md)."""
         body = _given(
             query=query,
             kind=kind,
@@ -240,6 +244,7 @@ class Ottoweb:
             max_tokens=max_tokens,
             since=since,
             until=until,
+            rules_off=list(rules_off) if rules_off is not None else None,
         )
         return cast(RecallOut, self._call("recall", body, sid=session_id))
 

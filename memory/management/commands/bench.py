@@ -54,7 +54,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from memory import services
+from accounts.services import issue_token
 from memory.evaluation.bench_common import Scale
 from memory.evaluation.bench_local import LocalSections
 from memory.evaluation.bench_memory import MemorySections
@@ -173,7 +173,7 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
         figures["compaction_100"] = self.compaction_hundred(scale)
         # The in-process API appends and the HTTP sections are one user's, with one token.
         http_user, _ = get_user_model().objects.get_or_create(username="bench-http")
-        _, token = services.issue_token(user=http_user, name="bench")
+        _, token = issue_token(user=http_user, name="bench")
         figures["append_api"] = self.append_api(scale, token)
         figures.update(self.web(scale, http_user, token))
         figures["query_embedding"] = self.query_embedding(scale)

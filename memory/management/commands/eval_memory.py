@@ -211,11 +211,11 @@ class _ApiPath:
     here on the private data folder (memory/evaluation/locomo_api.py)."""
 
     def __init__(self, user: Any, options: dict[str, Any]) -> None:
-        from memory import services
+        from accounts.services import issue_token
         from memory.evaluation.processes import serve_with_worker
 
         self.options = options
-        self.server, self.worker = serve_with_worker(services.issue_token(user=user, name="eval-memory")[1])
+        self.server, self.worker = serve_with_worker(issue_token(user=user, name="eval-memory")[1])
         self.model = ""
         self.sid = ""
 

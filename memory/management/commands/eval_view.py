@@ -149,12 +149,12 @@ class _ApiReader:
     def __init__(self, options: dict[str, Any]) -> None:
         from django.contrib.auth import get_user_model
 
-        from memory import services
+        from accounts.services import issue_token
         from memory.evaluation.processes import serve_with_worker
 
         user, _ = get_user_model().objects.get_or_create(username="eval-view")
         self.each_sitting = options["each_sitting"]
-        self.server, self.worker = serve_with_worker(services.issue_token(user=user, name="eval-view")[1])
+        self.server, self.worker = serve_with_worker(issue_token(user=user, name="eval-view")[1])
 
     def read(self, conv: locomo.Conversation, x: int, y: int) -> list[ev.Reading]:
         from memory.evaluation import locomo_api

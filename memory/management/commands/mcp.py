@@ -13,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context
 
-from memory.auth import token_owner
+from accounts.auth import token_owner
 from memory.mcp.calls import Caller, unauthorized
 from memory.mcp.tools import build_server
 

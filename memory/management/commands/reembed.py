@@ -43,8 +43,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{session.user.username}:{session.sid}: {written} vectors")
         if options["all"]:
             # Lessons and notes rank by the database's model too: after a switch, theirs are stale.
-            from lessons.services import reembed_errors
+            # Lessons' step is registered by lessons (memory/hooks.py).
+            from memory import hooks
             from memory.services.notes import reembed_notes
 
-            self.stdout.write(f"lessons: {reembed_errors()} vectors")
+            for label, reembed in hooks.reembed_steps():
+                self.stdout.write(f"{label}: {reembed()} vectors")
             self.stdout.write(f"notes: {reembed_notes()} vectors")

@@ -108,8 +108,8 @@ def test_no_authorization_header_is_401(client):
 
 
 def test_revoked_token_is_401(alice, alice_api, session):
-    from memory.models import ApiToken
-    from memory.services import revoke_token
+    from accounts.models import ApiToken
+    from accounts.services import revoke_token
 
     revoke_token(token=ApiToken.objects.get(user=alice))
 
@@ -126,7 +126,7 @@ def test_unknown_session_is_404(alice_api):
 
 
 def test_tokens_are_stored_hashed(alice_api):
-    from memory.models import ApiToken
+    from accounts.models import ApiToken
 
     row = ApiToken.objects.get()
     assert alice_api.token not in (row.digest, row.prefix)

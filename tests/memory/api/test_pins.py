@@ -7,9 +7,10 @@ import json
 
 import pytest
 
+from accounts.models import AuditEntry
 from memory import services
 from memory.engine import tokens as tok
-from memory.models import AuditEntry, Bullet, Item, Job, Session
+from memory.models import Bullet, Item, Job, Session
 from tests.reliability.snapshot import all_rows
 
 pytestmark = pytest.mark.django_db

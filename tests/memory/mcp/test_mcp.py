@@ -479,7 +479,7 @@ def test_mcp_without_a_live_token_answers_401_with_the_discovery_header(server):
     server.manage(
         "shell",
         "-c",
-        f"from memory.models import ApiToken; from memory import services; "
+        f"from accounts.models import ApiToken; from accounts import services; "
         f"services.revoke_token(token=ApiToken.objects.get(digest=ApiToken.digest_of({revoked!r})))",
     )
 

@@ -14,10 +14,11 @@ import anyio
 import pytest
 from mcp import Client
 
+from accounts.models import AuditEntry
+from accounts.services import issue_token
 from memory.mcp.calls import Caller
 from memory.mcp.tools import build_server
-from memory.models import AuditEntry, Item, ScopedMemory
-from memory.services import issue_token
+from memory.models import Item, ScopedMemory
 
 # The tools run on worker threads with connections of their own: they must see committed rows.
 pytestmark = pytest.mark.django_db(transaction=True)

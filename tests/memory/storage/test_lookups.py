@@ -1,4 +1,4 @@
-"""The per-request lookups in SQL written once (memory/storage/lookups.py) return what the ORM
+"""The per-request lookups in SQL written once (memory/storage/lookups.py, accounts/storage.py) return what the ORM
 returns: the same rows, every field converted the same way, another user's rows never."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone as django_timezone
 
+from accounts import storage as accounts_storage
+from accounts.models import ApiToken
 from memory import services
-from memory.models import ApiToken, Item, Session, TierState
+from memory.models import Item, Session, TierState
 from memory.services import NewItem
 from memory.storage import lookups
 
@@ -34,7 +36,7 @@ def test_each_lookup_returns_the_row_the_orm_returns_with_every_field_converted(
     )
     token, plain = ApiToken.issue(alice, "laptop")
 
-    found = lookups.live_token(ApiToken.digest_of(plain))
+    found = accounts_storage.live_token(ApiToken.digest_of(plain))
     assert fields(found) == fields(ApiToken.objects.get(pk=token.pk))
     assert fields(found.user) == fields(type(alice).objects.get(pk=alice.pk))
     assert fields(lookups.user_session(alice.pk, "s1")) == fields(Session.objects.get(pk=session.pk))
@@ -50,19 +52,6 @@ def test_each_lookup_returns_the_row_the_orm_returns_with_every_field_converted(
     assert first.meta == {"dia": "D1:1"} and first.name == "Caroline"
     assert lookups.item_at(session.pk, "history", 2) is None
     assert lookups.item_at(session.pk, "context", 0) is None
-
-
-def test_a_token_lookup_loads_its_user_and_finds_no_revoked_or_unknown_token(
-    alice, django_assert_num_queries
-):
-    token, plain = ApiToken.issue(alice, "laptop")
-    found = lookups.live_token(ApiToken.digest_of(plain))
-    with django_assert_num_queries(0):
-        assert found.user.username == "alice"
-
-    assert lookups.live_token(ApiToken.digest_of(plain + "x")) is None
-    services.revoke_token(token=token)
-    assert lookups.live_token(ApiToken.digest_of(plain)) is None
 
 
 def test_a_session_is_found_only_for_its_owner(alice, django_user_model):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import AuditEntry
+from accounts.models import AuditEntry
 
 pytestmark = pytest.mark.django_db
 

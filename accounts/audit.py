@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponse
 
+from .models import ApiToken, AuditEntry
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
@@ -58,8 +60,6 @@ class AuditMiddleware:
 
 def _actor(request: HttpRequest) -> tuple[User | None, str]:
     """The authenticated user and token prefix, as the server resolved them (never the body)."""
-    from memory.models import ApiToken
-
     token = getattr(request, "auth", None)
     if isinstance(token, ApiToken):
         return token.user, token.prefix
@@ -130,8 +130,6 @@ def write_entry(
     status: int,
 ) -> None:
     """Append one entry; `status` is HTTP's (an MCP tool call is given the status its REST twin answers)."""
-    from memory.models import AuditEntry
-
     AuditEntry.objects.create(
         user=user,
         username=getattr(user, "username", ""),

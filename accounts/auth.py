@@ -10,11 +10,10 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja.security import HttpBearer
 
-from ottoweb import throttle
 from ottoweb.db.sqlite import not_waiting
 
+from . import storage, throttle
 from .models import ApiToken
-from .storage import lookups
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,7 @@ def token_owner(token: str) -> ApiToken | None:
     """
     if not token or len(token) > 200:
         return None
-    row = lookups.live_token(ApiToken.digest_of(token))
+    row = storage.live_token(ApiToken.digest_of(token))
     if row is None or not row.user.is_active:
         return None
     now = timezone.now()
@@ -48,7 +47,7 @@ class TokenAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiToken | None:
         row = token_owner(token)
         if row is None:
-            # Wrong tokens from one address are throttled; a right token never is (ottoweb/throttle.py).
+            # Wrong tokens from one address are throttled; a right token never is (accounts/throttle.py).
             wait = throttle.refuse_token(throttle.token_keys(request))
             if wait:
                 raise throttle.Throttled(wait)

@@ -1,10 +1,10 @@
-"""API tokens: issuing and revoking them."""
+"""API tokens: issuing and revoking them (the dashboard, `create_token` and the tests call these)."""
 
 from __future__ import annotations
 
 from django.utils import timezone
 
-from ..models import ApiToken
+from .models import ApiToken
 
 
 def issue_token(*, user, name: str) -> tuple[ApiToken, str]:

@@ -39,7 +39,9 @@ from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
 
-from .errors import ServiceError
+from ottoweb.errors import ServiceError
+
+from .models import AuthFailure
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +135,6 @@ def _wait(until: datetime | None, now: datetime) -> int:
 
 def locked_for(keys: Sequence[Key]) -> int:
     """Seconds until every one of `keys` may try again (0: none is locked). One read."""
-    from memory.models import AuthFailure
 
     now = timezone.now()
     rows = AuthFailure.objects.filter(key__in=[k.name for k in keys]).values_list("locked_until", flat=True)
@@ -152,7 +153,6 @@ def record_failure(keys: Sequence[Key]) -> int:
     A database that cannot take the write (busy, full, read-only) is logged: the attempt is still
     refused, it is only not counted.
     """
-    from memory.models import AuthFailure
 
     now = timezone.now()
     wait = 0
@@ -179,7 +179,6 @@ def forgive(pair: Key, address: Key) -> None:
     """A successful login: the pair's failures were its user's typos. They are forgotten, and taken
     off the address's count; the address's failures at other accounts stay. Writes only when the
     pair has a row."""
-    from memory.models import AuthFailure
 
     try:
         if not AuthFailure.objects.filter(key=pair.name).exists():

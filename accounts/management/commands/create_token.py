@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from memory.services import issue_token
+from accounts.services import issue_token
 
 
 class Command(BaseCommand):
