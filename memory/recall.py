@@ -186,15 +186,22 @@ def recall(
     max_tokens: int | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-    rules: ranking.Rules | None = None,
+    rules_off: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Rank the session's raw items for `query` and return passages within `max_tokens`.
 
     `since` (inclusive) and `until` (exclusive) keep only turns that happened inside them: hits
-    and neighbours alike. `rules`: engine/ranking.py's switches (default: `default_rules()`).
+    and neighbours alike. `rules_off`: engine/ranking.py's rules switched off for this recall,
+    besides those OTTO_RECALL_RULES_OFF switches off. Invalid (the checks a request's shape
+    cannot make, for the REST API and the MCP tools alike) for a blank query, or a `since` not
+    before `until`.
     """
+    if not query.strip():
+        raise Invalid("query must not be empty", field="query")
+    if since is not None and until is not None and since >= until:
+        raise Invalid("since must be before until", field="since")
     policy_of = POLICIES[policy]
-    rules = default_rules() if rules is None else rules
+    rules = default_rules().without(rules_off)
     budget = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     # A kind the session holds nothing of costs a second pass for nothing.
     kinds = kinds_present(session.pk, ["history", "context"]) if kind == "all" else [kind]
@@ -263,34 +270,3 @@ def recall(
         "tokens": spent + bullet_tokens,
         "degraded": "; ".join(dict.fromkeys(reasons)) or None,
     }
-
-
-def checked_recall(
-    session: Session,
-    *,
-    query: str,
-    kind: str = "all",
-    match: str = "semantic",
-    policy: str = "default",
-    max_tokens: int | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    rules_off: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """`recall`, after the checks a request's shape cannot make (the REST API and the MCP tools
-    alike): Invalid for a blank query, or a `since` not before `until`."""
-    if not query.strip():
-        raise Invalid("query must not be empty", field="query")
-    if since is not None and until is not None and since >= until:
-        raise Invalid("since must be before until", field="since")
-    return recall(
-        session,
-        query=query,
-        kind=kind,
-        match=match,
-        policy=policy,
-        max_tokens=max_tokens,
-        since=since,
-        until=until,
-        rules=default_rules().without(rules_off) if rules_off else None,
-    )

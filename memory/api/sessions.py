@@ -19,7 +19,7 @@ from ottoweb.schemas import CleanIn, ErrorOut
 from .. import services
 from ..models import Item, Job, Session
 from ..reads import session_context, session_summary, turn_dict
-from ..recall import checked_recall
+from ..recall import recall
 from ..services.sessions import get_user_session
 from .schemas import (
     AppendOut,
@@ -188,7 +188,8 @@ def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
 
 @router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
 def recall_view(request: ApiRequest, sid: str, body: RecallIn):
-    return checked_recall(get_session(request, sid), **body.model_dump())
+    # rules_off: null is none switched off.
+    return recall(get_session(request, sid), **body.model_dump(exclude_none=True))
 
 
 @router.post("/sessions/{sid}/memory", response={200: dict, **ERRORS})

@@ -23,7 +23,7 @@ from memory import hooks, services
 from memory.answers import RecallOut, recalled, remembered, stored_note
 from memory.models import Session
 from memory.reads import session_context, session_summary, turn_dict
-from memory.recall import checked_recall
+from memory.recall import recall as recall_passages
 from memory.services import notes as scoped
 from memory.services.sessions import get_user_session
 from ottoweb.errors import Conflict, NotFound
@@ -173,7 +173,7 @@ def _session_tools(who: Who) -> list[Tool]:
         an offset) keep only turns that happened in that span."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            found = checked_recall(
+            found = recall_passages(
                 get_user_session(caller.user, args.session),
                 query=args.query,
                 kind=args.kind,

@@ -324,18 +324,19 @@ def _dated_session(alice):
 
 def test_a_turn_of_the_month_the_question_names_ranks_higher(alice):
     from memory import recall as recall_module
-    from memory.engine.ranking import ALL_RULES
 
     session = _dated_session(alice)
     query = "What cake did Nate bake in November 2022?"
 
-    def first_hit(rules=ALL_RULES):
-        answer = recall_module.recall(session, query=query, kind="history", max_tokens=3000, rules=rules)
+    def first_hit(rules_off=()):
+        answer = recall_module.recall(
+            session, query=query, kind="history", max_tokens=3000, rules_off=rules_off
+        )
         return answer["results"]["history"][0]["turns"][0]["text"]
 
     assert first_hit().startswith("Made a lemon tart")
     # Without the boost the March turn wins: the date among the indexed words is not enough.
-    assert first_hit(ALL_RULES.without(["time_boost"])).startswith("I baked a chocolate cake")
+    assert first_hit(["time_boost"]).startswith("I baked a chocolate cake")
 
 
 LOCOMO_DEV = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo10_dev.json"
@@ -362,7 +363,6 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice):
     """Melanie speaks of herself as "I"; "What does Melanie do…" finds, by meaning, the turns said
     to her first. Asked also as "What do I do…", her own answers come back."""
     from memory import recall as recall_module
-    from memory.engine.ranking import ALL_RULES
 
     session, position_of = _first_sittings_of_conv_26(alice, 8)
     asked = {
@@ -372,12 +372,12 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice):
         "What is Caroline's relationship status?": ["D3:13", "D2:14"],
     }
 
-    def passage_ranks(rules):
+    def passage_ranks(rules_off):
         """Each evidence turn's passage rank (0 best), in question order; None when not returned."""
         ranks = []
         for question, evidence in asked.items():
             answer = recall_module.recall(
-                session, query=question, kind="history", max_tokens=3000, rules=rules
+                session, query=question, kind="history", max_tokens=3000, rules_off=rules_off
             )
             rank_of = {
                 t["position"]: i
@@ -388,8 +388,8 @@ def test_a_question_naming_one_speaker_is_also_asked_in_their_own_words(alice):
             ranks.extend(rank_of.get(position_of[e]) for e in evidence)
         return ranks
 
-    with_own_words = passage_ranks(ALL_RULES)
-    without = passage_ranks(ALL_RULES.without(["first_person"]))
+    with_own_words = passage_ranks(())
+    without = passage_ranks(["first_person"])
     # "I've been running farther to de-stress" is found either way; "I just signed up for a pottery
     # class… It's like therapy for me" only in her own words.
     assert with_own_words[1] is not None and without[1] is None, (with_own_words, without)
