@@ -6,18 +6,20 @@ Invariants (checked on every run, because a silent miss here is unrecoverable la
 - protected items (a person's turns) and pinned items are never shown to the summariser and come
   out verbatim; a pinned one stays in the view until it is unpinned;
 - a summariser reply that cannot be parsed, or an exception, loses nothing: every item is carried.
+
+The prompt is built here (`build_prompt`); the reply is read by `reply_parser`.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Protocol
 
 from . import tokens as tok
+from .reply_parser import parse_reply
 from .salience import INSTRUCTION, instruction_score, is_instruction, sentences
 from .types import Bullet, Item, calendar_day
 
@@ -56,12 +58,6 @@ class Summarizer(Protocol):
     (None: the summariser's own judgement). A reply over budget is fitted by the engine."""
 
     def __call__(self, items: Sequence[SourceItem], budget: int | None = None) -> str: ...
-
-
-@dataclass(frozen=True, slots=True)
-class ParsedBullet:
-    text: str
-    sources: tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -103,48 +99,6 @@ def build_prompt(items: Sequence[SourceItem], budget: int | None = None) -> str:
     room = f"Keep the whole list within about {budget} tokens.\n" if budget else ""
     lines = [f"[{item.number}] ({source_label(item)}) {item.text}" for item in items]
     return PROMPT_HEADER + room + "\nItems:\n" + "\n".join(lines)
-
-
-_CITATION = re.compile(r"[\[(]\s*sources?\s*:\s*([0-9][0-9,\s\-–]*)[\])]", re.IGNORECASE)
-_MARKER = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
-
-
-def _numbers(spec: str, limit: int) -> list[int]:
-    found: list[int] = []
-    for part in re.split(r"[,\s]+", spec.strip()):
-        if not part:
-            continue
-        bounds = re.split(r"[-–]", part)
-        try:
-            if len(bounds) == 2 and bounds[0] and bounds[1]:
-                low, high = int(bounds[0]), int(bounds[1])
-                # A range wider than the item list is a hallucination, not a citation.
-                span = range(low, high + 1) if 0 < high - low <= limit else range(0)
-            else:
-                span = range(int(bounds[0]), int(bounds[0]) + 1)
-        except ValueError:
-            continue
-        found.extend(n for n in span if 1 <= n <= limit)
-    return found
-
-
-def parse_reply(reply: str, item_count: int) -> tuple[list[ParsedBullet], int]:
-    """Bullets with valid citations, and how many non-empty lines had none (and were dropped)."""
-    parsed: list[ParsedBullet] = []
-    unparsed = 0
-    for line in (reply or "").splitlines():
-        if not line.strip():
-            continue
-        citations = _CITATION.findall(line)
-        sources: list[int] = []
-        for spec in citations:
-            sources.extend(n for n in _numbers(spec, item_count) if n not in sources)
-        text = _MARKER.sub("", _CITATION.sub("", line)).strip(" \t-–:;")
-        if not sources or not text:
-            unparsed += 1
-            continue
-        parsed.append(ParsedBullet(text=text, sources=tuple(sources)))
-    return parsed, unparsed
 
 
 def _excerpt(text: str, max_tokens: int) -> str:

@@ -7,7 +7,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from .. import tokens as tok
-from ..compaction import SourceItem, parse_reply
+from ..compaction import SourceItem
+from ..reply_parser import parse_reply
 from .judge import Judges, Verdict, heuristic_still_needed, heuristic_verdicts
 from .overflow import Overflow
 from .transcript import (

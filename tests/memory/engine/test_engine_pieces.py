@@ -6,8 +6,9 @@ import sys
 from pathlib import Path
 
 from memory.engine import tokens
-from memory.engine.compaction import SourceItem, build_prompt, parse_reply
+from memory.engine.compaction import SourceItem, build_prompt
 from memory.engine.hashing import content_hash
+from memory.engine.reply_parser import parse_reply
 
 
 def test_engine_imports_nothing_from_django():

@@ -7,7 +7,8 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from memory.engine import tokens
-from memory.engine.compaction import SourceItem, build_prompt, parse_reply
+from memory.engine.compaction import SourceItem, build_prompt
+from memory.engine.reply_parser import parse_reply
 from memory.engine.summarizers import extractive_summarize
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
