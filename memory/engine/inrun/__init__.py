@@ -25,7 +25,9 @@ before the rewrite is used; a stub says where the original is only when it reall
 The package: `transcript` (messages, token counts, checks, the words written into a transcript),
 `judge` (is an old tool step still needed? which result reports a failure?), `overflow` (a
 provider's context-length error), `windows` (model windows and learned limits; fetching a newer
-table is memory/windows.py's, as the engine does no I/O) and `stages` (`fit`).
+table is memory/windows.py's, as the engine does no I/O), `units` (messages grouped into the units
+a fit keeps or drops whole), `state` (one fit's working state: the seed, the note and the units, their
+size, what was evicted) and `stages` (the stages over that state, and `fit`).
 """
 
 from __future__ import annotations
