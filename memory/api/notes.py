@@ -16,6 +16,7 @@ from ottoweb.schemas import ERRORS, CleanIn, StrictIn
 
 from ..answers import recalled, remembered, stored_note
 from ..services import notes as scoped
+from ..services import scopes
 
 router = Router(tags=["scoped memory"])
 
@@ -101,9 +102,9 @@ def scoped_recall(request: ApiRequest, body: ScopedRecallIn):
 
 
 class NoteScopeQuery(CleanIn):
-    appName: str | None = Field(None, max_length=scoped.MAX_APP_CHARS)  # noqa: N815
+    appName: str | None = Field(None, max_length=scopes.MAX_APP_CHARS)  # noqa: N815
     domain: str | None = Field(None, max_length=253)
-    conversationId: str | None = Field(None, max_length=scoped.MAX_CONVERSATION_CHARS)  # noqa: N815
+    conversationId: str | None = Field(None, max_length=scopes.MAX_CONVERSATION_CHARS)  # noqa: N815
 
 
 class NoteListQuery(NoteScopeQuery):

@@ -22,6 +22,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from memory.engine.types import MAX_NAME_CHARS
 from memory.services import notes as scoped
+from memory.services import scopes
 from ottoweb.schemas import Moment, check_storable
 
 
@@ -41,8 +42,8 @@ SessionId = Annotated[
     str,
     Field(description="your session id: 1-128 letters, digits, '.', '_', ':' or '-' (one per conversation)"),
 ]
-# How the tools spell a scope's arguments: the notes services name them so when they refuse one.
-SCOPE_NAMES = scoped.ScopeNames(app_name="app_name", conversation_id="conversation_id")
+# How the tools spell a scope's arguments: services.scopes names them so when it refuses one.
+SCOPE_NAMES = scopes.ScopeNames(app_name="app_name", conversation_id="conversation_id")
 
 AppName = Annotated[str | None, Field(description="app scope: the application's name (give domain too)")]
 Domain = Annotated[str | None, Field(description="app scope: the host name the app serves, e.g. example.com")]

@@ -13,10 +13,11 @@ Each module does one job:
 - `worker`: what the worker runs for each job;
 - `transfer`: export and import of a session document;
 - `dispatch`: sending the worker's tasks by name; `retry`: database errors tried again;
-- `runs`: in-run compaction (`/runs/fit`); `notes`: scoped notes.
+- `runs`: in-run compaction (`/runs/fit`); `notes`: scoped notes; `scopes`: which scope a note's
+  arguments select, refused in the caller's words.
 
-This package re-exports the names its callers use (`services.append_items(...)`); `runs` and
-`notes` are imported as modules of their own.
+This package re-exports the names its callers use (`services.append_items(...)`); `runs`, `notes`
+and `scopes` are imported as modules of their own.
 """
 
 from .actions import memory_action, rebuild_summary

@@ -4,16 +4,16 @@ The address is (user, app + domain) or (user, conversation). The user part is al
 user and is never taken from the request; the rest is resolved from the arguments, and every answer
 hands back the mode and the `projectKey` it used. A key makes a write an upsert within its scope.
 Recall is ranked within exactly one scope and fails soft: an outage answers ok with nothing
-returned and says so (`degraded`), which a plain miss never does.
+returned and says so (`degraded`), which a plain miss never does. Which scope the arguments select,
+and the refusals naming them as the caller spells them, is `scopes`'.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING
 
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
@@ -22,9 +22,9 @@ from ottoweb.errors import Invalid, NotFound
 
 from ..engine import keywords
 from ..engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
-from ..engine.types import label_problem
 from ..models import ScopedMemory
 from . import embedding
+from .scopes import CONTRACT_NAMES, Scope, ScopeNames, resolve_scope
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 
 MAX_CONTENT_CHARS = 100_000
 MAX_KEY_CHARS = 200
-MAX_APP_CHARS = 200
-MAX_CONVERSATION_CHARS = 200
 MAX_RECALL = 50
 # all-MiniLM-L6-v2 cosine, question against note: related pairs scored 0.41-0.66 in our probe,
 # unrelated ones at most 0.15 (docs/lessons-and-notes.md). A note below this is not returned.
@@ -42,46 +40,10 @@ MIN_SCORE = 0.20
 # Enough of a note to say what it is about; the model reads at most 256 tokens anyway.
 EMBED_CHARS = 2_000
 
-# A domain is a host name (with an optional port): no '@', so "app:<appName>@<domain>" parses one way.
-_DOMAIN = re.compile(r"^[a-z0-9](?:[a-z0-9._:-]*[a-z0-9])?$")
 _STOPWORDS = frozenset(
     "a an and are as at be by for from has have i in into is it its me my of on or that the this to was "
     "were what which who with we you do does did how".split()
 )
-
-
-class ScopeArguments(TypedDict, total=False):
-    """The remember/recall arguments that select one scope (`scope_arguments`)."""
-
-    app_name: str
-    domain: str
-    conversation_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeNames:
-    """How a caller spells a scope's arguments, so a refusal names them in its words: the REST
-    contract's camelCase (`CONTRACT_NAMES`) unless the caller says otherwise (an MCP tool's
-    `app_name`, `conversation_id`)."""
-
-    app_name: str = "appName"
-    conversation_id: str = "conversationId"
-
-    @property
-    def rule(self) -> str:
-        return (
-            f"{self.app_name} and domain select app scope; {self.conversation_id} selects conversation "
-            "scope; give exactly one of the two"
-        )
-
-
-CONTRACT_NAMES = ScopeNames()
-
-
-@dataclass(frozen=True, slots=True)
-class Scope:
-    mode: str
-    project_key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,58 +67,6 @@ class Recalled:
     notes: list[RecalledNote] = field(default_factory=list)
     note: str | None = None
     degraded: bool | None = None
-
-
-def _part(value: str, name: str, limit: int, names: ScopeNames) -> str:
-    value = value.strip()
-    if not value:
-        raise Invalid(f"{name} must not be empty ({names.rule})", field=name)
-    if len(value) > limit:
-        raise Invalid(f"{name} is {len(value):,} characters; the limit is {limit:,}", field=name)
-    problem = label_problem(value)
-    if problem:
-        raise Invalid(f"{name} {problem}", field=name)
-    return value
-
-
-def resolve_scope(
-    *,
-    app_name: str | None,
-    domain: str | None,
-    conversation_id: str | None,
-    names: ScopeNames = CONTRACT_NAMES,
-) -> Scope:
-    """The one scope the arguments select, or Invalid naming which arguments select which scope
-    (as `names` spells them).
-
-    App scope: appName and domain, projectKey "app:<appName>@<domain>" (domain lower-cased, as host
-    names are). Conversation scope: conversationId, projectKey "conversation:<conversationId>".
-    """
-    wants_app = app_name is not None or domain is not None
-    wants_conversation = conversation_id is not None
-    if wants_app and wants_conversation:
-        raise Invalid(f"both scopes were given: {names.rule}", field=names.conversation_id)
-    if not wants_app and not wants_conversation:
-        raise Invalid(f"no scope was given: {names.rule}", field=names.app_name)
-    if wants_conversation:
-        assert conversation_id is not None
-        conversation = _part(conversation_id, names.conversation_id, MAX_CONVERSATION_CHARS, names)
-        return Scope(ScopedMemory.CONVERSATION, f"conversation:{conversation}")
-    if app_name is None or domain is None:
-        missing = names.app_name if app_name is None else "domain"
-        raise Invalid(
-            f"app scope needs both {names.app_name} and domain; {missing} is missing", field=missing
-        )
-    app = _part(app_name, names.app_name, MAX_APP_CHARS, names)
-    if "@" in app:
-        raise Invalid(
-            f"{names.app_name} must not contain '@' (it separates {names.app_name} from domain)",
-            field=names.app_name,
-        )
-    host = _part(domain, "domain", 253, names).lower()
-    if not _DOMAIN.match(host):
-        raise Invalid("domain must be a host name: letters, digits, '.', '-', '_' and ':'", field="domain")
-    return Scope(ScopedMemory.APP, f"app:{app}@{host}")
 
 
 def _content(content: str) -> str:
@@ -439,15 +349,3 @@ def reembed_notes(*, batch: int = 64) -> int:
                 )
         done += len(rows)
     return done
-
-
-def scope_arguments(project_key: str) -> ScopeArguments:
-    """The remember/recall arguments that select the scope `project_key` names (its inverse), or
-    Invalid naming `scope` when it is not a projectKey."""
-    mode, _, rest = project_key.partition(":")
-    if mode == ScopedMemory.CONVERSATION and rest:
-        return {"conversation_id": rest}
-    app, sep, host = rest.rpartition("@")
-    if mode == ScopedMemory.APP and sep and app and host:
-        return {"app_name": app, "domain": host}
-    raise Invalid("scope must be a projectKey: app:<appName>@<domain> or conversation:<id>", field="scope")

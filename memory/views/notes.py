@@ -14,6 +14,7 @@ from ottoweb.requests import UserRequest
 
 from ..models import ScopedMemory
 from ..services import notes as scoped
+from ..services import scopes
 
 NOTES_PER_PAGE = 20
 
@@ -24,7 +25,7 @@ def notes(request: UserRequest) -> HttpResponse:
     """The user's scopes and, for the chosen one (or every scope), a page of its notes, newest first."""
     key = request.GET.get("scope", "")
     try:
-        arguments: scoped.ScopeArguments = scoped.scope_arguments(key) if key else {}
+        arguments: scopes.ScopeArguments = scopes.scope_arguments(key) if key else {}
         page_number = max(1, int(request.GET.get("page", "1") or 1))
         rows, count = scoped.list_notes(
             user=request.user, limit=NOTES_PER_PAGE, offset=(page_number - 1) * NOTES_PER_PAGE, **arguments
@@ -59,7 +60,7 @@ def delete_note(request: UserRequest, note_id: int) -> HttpResponse:
 def delete_scope(request: UserRequest) -> HttpResponse:
     try:
         scope, deleted = scoped.delete_scope(
-            user=request.user, **scoped.scope_arguments(request.POST.get("scope", ""))
+            user=request.user, **scopes.scope_arguments(request.POST.get("scope", ""))
         )
     except Invalid:
         raise Http404("no such scope") from None
