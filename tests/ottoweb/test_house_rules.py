@@ -2,7 +2,8 @@
 
 Every import counts, at module level or inside a function; only an import under
 `if TYPE_CHECKING:` is left out of the cycle rule (it never runs). Migrations are not product code
-here: their SQL is the schema's. Each failure names the offending module and line.
+here: their SQL is the schema's. Each failure names the offending module and line (or, for the
+size rule, its line count).
 """
 
 from __future__ import annotations
@@ -270,6 +271,19 @@ def test_evaluation_is_imported_by_management_commands_only():
         for o in _offences(PRODUCT, ("memory.evaluation",), allowed=("memory.evaluation",))
         if ".management.commands." not in o.replace("/", ".")
     ]
+    assert not offences, "\n".join(offences)
+
+
+# A module longer than this is doing several jobs: the signal to split it (docs/architecture.md).
+MAX_LINES = 450
+
+
+def test_no_module_is_over_450_lines():
+    offences = sorted(
+        f"{path.relative_to(ROOT)} has {lines} lines"
+        for path, _tree in _sources().values()
+        if (lines := len(path.read_text().splitlines())) > MAX_LINES
+    )
     assert not offences, "\n".join(offences)
 
 
