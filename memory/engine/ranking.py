@@ -145,7 +145,7 @@ EmbedWords = Callable[[Sequence[str]], Vectors]
 
 def rank_lexical(search: Search, query: str, limit: int) -> list[tuple[int, float]]:
     """BM25 alone, for when there is no ranking by meaning: candidates' positions, best first."""
-    return _positions(search, search.lexical(query, limit))
+    return positions(search, search.lexical(query, limit))
 
 
 def rank(
@@ -173,7 +173,7 @@ def rank(
         # Both questions in one search: the session's vectors are looked up once.
         searched = search.dense(len(question.asked), limit)
     except EmbeddingUnavailable as exc:
-        return _positions(search, lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
+        return positions(search, lexical), f"embedding model unavailable ({exc}); ranked by keywords only"
     rankings.insert(0, [pk for pk, _ in searched[0]])
     weights.insert(0, DENSE_WEIGHT)
     if rules.expansion and people and words is not None:
@@ -194,7 +194,8 @@ def rank(
     return sorted(boosted, key=lambda h: -h[1]), None
 
 
-def _positions(search: Search, ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+def positions(search: Search, ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """A ranking of item ids as the candidates' positions, in the same order (others dropped)."""
     found = search.candidates([pk for pk, _ in ranking])
     return [(found[pk].position, score) for pk, score in ranking if pk in found]
 

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from ..engine import bm25
 from ..engine.embeddings import Vectors
-from ..engine.ranking import Candidate
+from ..engine.ranking import Candidate, positions
 from ..models import TIER_X, TIER_Y, Item
 from .caches import archived_speakers, citations, hash_key, keyword_cache
 from .fts import bm25_search, fts_search
@@ -128,11 +128,6 @@ class SessionSearch:
             self.session_pk, self.kind
         )
 
-    def positions(self, ranking: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
-        """A ranking of item ids as candidates' positions, in the same order."""
-        found = self.candidates([pk for pk, _ in ranking])
-        return [(found[pk].position, score) for pk, score in ranking if pk in found]
-
     def keyword(self, query: str, limit: int) -> tuple[list[tuple[int, float]], str | None]:
         """FTS over the items' own words, then a substring scan: positions, and why the scan
         stopped short, if it did."""
@@ -149,7 +144,7 @@ class SessionSearch:
                 context_weight=0,
                 bounds=self.bounds,
             )
-        ranked = self.positions(hits)
+        ranked = positions(self, hits)
         if ranked or not query.strip() or len(query.strip()) > settings.OTTO_SUBSTRING_MAX_CHARS:
             # A piece of a token is short: a longer query is answered by the word searches alone.
             return ranked, None
@@ -165,7 +160,7 @@ class SessionSearch:
             if stopped
             else None
         )
-        return self.positions([(pk, 1.0 / (n + 1)) for n, pk in enumerate(found)]), why
+        return positions(self, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(found)]), why
 
     def recent(self, limit: int) -> list[tuple[int, float]]:
         """The newest items (inside the bounds), newest first: what a recall with no ranking gives."""
@@ -175,7 +170,7 @@ class SessionSearch:
         if self.bounds.until is not None:
             rows = rows.filter(occurred_at__lt=self.bounds.until)
         newest = rows.order_by("-position").values_list("pk", flat=True)[:limit]
-        return self.positions([(pk, 1.0 / (n + 1)) for n, pk in enumerate(newest)])
+        return positions(self, [(pk, 1.0 / (n + 1)) for n, pk in enumerate(newest)])
 
     def bullets_citing(self, hashes: Sequence[str]) -> set[int]:
         """Ids of the live bullets citing any of `hashes`."""
