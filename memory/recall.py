@@ -89,8 +89,10 @@ def _semantic(
     """engine/ranking.py's recipe for one kind, or BM25 alone when the session's vectors cannot
     rank (no model, or vectors of several models), with the reason."""
     try:
-        services.embed_stragglers(session=session, kind=search.kind)
         why = _mixed_stamps(session, search.kind)
+        if why is None:
+            # Computed for this recall, not stored: a read writes nothing (the worker stores them).
+            search.unstored = services.straggler_vectors(session=session, kind=search.kind)
     except EmbeddingUnavailable as exc:
         why = f"embedding model unavailable ({exc}); ranked by keywords only"
     if why is not None:

@@ -35,8 +35,8 @@ class WorkerStuck(Exception):
 
 # An append answers in milliseconds; a minute of silence means the server is stuck, not slow.
 APPEND_TIMEOUT = 60.0
-# The first recall loads the query embedder (and embeds at most services.RECALL_EMBED_LIMIT
-# stragglers): seconds, but a busy machine stretches a model load a long way.
+# The first recall loads the query embedder (and embeds, unstored, at most
+# services.RECALL_EMBED_LIMIT stragglers): seconds, but a busy machine stretches a model load a long way.
 RECALL_TIMEOUT = 600.0
 # A session's turns are embedded a second or so after its last append; ten minutes means stuck.
 WORKER_TIMEOUT = 600.0

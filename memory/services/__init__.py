@@ -31,9 +31,9 @@ from .embedding import (
     embed_items,
     embed_missing,
     embed_pending,
-    embed_stragglers,
     reembed_session,
     session_embedder,
+    straggler_vectors,
 )
 from .items import (
     AppendOutcome,
@@ -86,7 +86,6 @@ __all__ = [
     "embed_items",
     "embed_missing",
     "embed_pending",
-    "embed_stragglers",
     "enqueue_compaction",
     "enqueue_context_store",
     "enqueue_reembed",
@@ -104,6 +103,7 @@ __all__ = [
     "run_reembed_job",
     "run_store_job",
     "session_embedder",
+    "straggler_vectors",
     "pop_last_item",
     "set_pinned",
     "store_context_items",

@@ -5,17 +5,21 @@ OTTO_EMBEDDING_MODEL (default `minilm`). If the setting later names another mode
 stays in force and a system check says how to switch (re-embed).
 
 Vectors are written off the append path: the worker writes them for new turns
-(`schedule_embedding`, `embed_pending`, the periodic `embed_missing`), a recall writes a few
-stragglers (`embed_stragglers`), and `reembed_session` replaces a session's vectors with another
-model's.
+(`schedule_embedding`, `embed_pending`, the periodic `embed_missing`), or in inline mode the
+append itself after its transaction (`embed_appended`); a recall only computes, for itself, the
+vectors of a few stragglers (`straggler_vectors`); `reembed_session` replaces a session's vectors
+with another model's.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import DatabaseError, IntegrityError, transaction
 
@@ -23,7 +27,14 @@ from ..engine.embeddings import Embedder, EmbeddingUnavailable, canonical, get_e
 from ..engine.retrieval import dense_text
 from ..engine.types import KINDS
 from ..models import Item, ItemVector, Session, Setting
-from ..storage import said_of, sessions_missing_vectors, unembedded_items, vec_delete, vec_write
+from ..storage import (
+    UnstoredVectors,
+    said_of,
+    sessions_missing_vectors,
+    unembedded_items,
+    vec_delete,
+    vec_write,
+)
 from .dispatch import send_task
 from .retry import with_db_retry
 
@@ -92,25 +103,16 @@ def embed_items(
     EmbeddingUnavailable when there is something to embed and the model cannot be loaded
     (nothing is written then).
     """
-    ids = unembedded_items(session.pk, kind, newest=newest, limit=limit)
+    return _embed(session, kind, unembedded_items(session.pk, kind, newest=newest, limit=limit), progress)
+
+
+def _embed(session: Session, kind: str, ids: list[int], progress: Any = None) -> int:
     if not ids:
-        return 0  # nothing to embed: no model to load (a recall's usual case)
+        return 0  # nothing to embed: no model to load
     embedder = session_embedder(session)
     done = 0
     for start in range(0, len(ids), EMBED_BATCH):
-        rows = list(Item.objects.filter(pk__in=ids[start : start + EMBED_BATCH]).select_related("chunk"))
-        before = {
-            r.position: r
-            for r in Item.objects.of_kind(session, kind)
-            .filter(position__in=[r.position - 1 for r in rows])
-            .select_related("chunk")
-        }
-        texts = []
-        for r in rows:
-            prev = before.get(r.position - 1)
-            texts.append(
-                dense_text(said_of(r, r.chunk.text), said_of(prev, prev.chunk.text) if prev else None)
-            )
+        rows, texts = _dense_texts(session, kind, ids[start : start + EMBED_BATCH])
         vectors = embedder.embed_documents(texts)
         with transaction.atomic():
             if not _still_stamped(session, embedder.name):
@@ -137,6 +139,23 @@ def embed_items(
         if progress is not None:
             progress(done)
     return done
+
+
+def _dense_texts(session: Session, kind: str, ids: list[int]) -> tuple[list[Item], list[str]]:
+    """The items `ids` (in position order) and what their vectors embed: each with the turn before
+    it in the same thread as context."""
+    rows = list(Item.objects.filter(pk__in=ids).select_related("chunk").order_by("position"))
+    before = {
+        r.position: r
+        for r in Item.objects.of_kind(session, kind)
+        .filter(position__in=[r.position - 1 for r in rows])
+        .select_related("chunk")
+    }
+    texts = []
+    for r in rows:
+        prev = before.get(r.position - 1)
+        texts.append(dense_text(said_of(r, r.chunk.text), said_of(prev, prev.chunk.text) if prev else None))
+    return rows, texts
 
 
 def _still_stamped(session: Session, model: str) -> bool:
@@ -178,8 +197,8 @@ def reembed_session(*, session: Session, model: str | None = None, progress: Any
 
 
 # New turns get their vectors from the worker shortly after they are acknowledged, never on the
-# append path and, in job mode, not inside a recall either (a recall embeds at most
-# RECALL_EMBED_LIMIT stragglers). One task, sent EMBED_DELAY seconds ahead, serves a whole burst.
+# append path nor inside a recall (which computes, unstored, at most RECALL_EMBED_LIMIT stragglers'
+# own). One task, sent EMBED_DELAY seconds ahead, serves a whole burst.
 EMBED_DELAY = 1.0
 RECALL_EMBED_LIMIT = 16
 _embedding_sent: dict[tuple[int, str], float] = {}
@@ -187,7 +206,7 @@ _embedding_sent: dict[tuple[int, str], float] = {}
 
 def schedule_embedding(session: Session, kind: str) -> None:
     if settings.OTTO_COMPACTION != "job":
-        return  # inline mode has no worker: compaction and recall embed in-process
+        return  # inline mode has no worker: the append embeds after its transaction (embed_appended)
     now = time.monotonic()
     key = (session.pk, kind)
     if now - _embedding_sent.get(key, -EMBED_DELAY) < EMBED_DELAY:
@@ -239,26 +258,54 @@ def embed_missing() -> int:
     return done
 
 
-# A recall in job mode looks for stragglers among this many newest items: an anti-join over a
-# 50,000-item session costs more than the rest of the recall.
+# A recall looks for stragglers among this many newest items: an anti-join over a 50,000-item
+# session costs more than the rest of the recall.
 RECALL_EMBED_WINDOW = 256
 
 
-def embed_stragglers(*, session: Session, kind: str) -> int:
-    """A recall's share of embedding: in inline mode every vector-less item (no worker will); in
-    job mode at most RECALL_EMBED_LIMIT of the newest RECALL_EMBED_WINDOW items, the worker's
-    `embed_pending` having the rest."""
-    if settings.OTTO_COMPACTION != "job":
-        return embed_items(session=session, kind=kind)
-    return embed_items(session=session, kind=kind, limit=RECALL_EMBED_LIMIT, newest=RECALL_EMBED_WINDOW)
+def straggler_vectors(*, session: Session, kind: str) -> UnstoredVectors | None:
+    """Vectors, for this recall only, of at most RECALL_EMBED_LIMIT of the newest vector-less items
+    among the newest RECALL_EMBED_WINDOW, in position order; None when there are none.
+
+    A read writes nothing: storing vectors is the worker's (or, in inline mode, the append's), so
+    a recall neither takes the write lock nor races a reembed. A straggler past the limit is still
+    found by its words. Raises EmbeddingUnavailable when there are stragglers and no model.
+    """
+    ids = unembedded_items(session.pk, kind, newest=RECALL_EMBED_WINDOW, limit=None)[-RECALL_EMBED_LIMIT:]
+    if not ids:
+        return None  # the usual case: no model to load
+    rows, texts = _dense_texts(session, kind, ids)
+    vectors = np.asarray(session_embedder(session).embed_documents(texts), dtype=np.float32)
+    return UnstoredVectors(np.fromiter((r.pk for r in rows), dtype=np.int64, count=len(rows)), vectors)
+
+
+def embed_appended(session: Session, kinds: Iterable[str], count: int) -> None:
+    """Inline mode's vectors for an append of `count` items (there is no worker to send them to;
+    in job mode they are the worker's, `schedule_embedding`), written after its transaction.
+
+    They are written RECALL_EMBED_LIMIT at a time (one model call each, not one a turn): fewer wait
+    at any moment than a recall embeds for itself, so every turn is ranked by meaning. It looks at
+    the newest `count` + RECALL_EMBED_WINDOW items, so the next append makes up for one whose
+    vectors failed (no model, a full disk); an error is logged, never raised (the append is
+    acknowledged already)."""
+    if settings.OTTO_COMPACTION == "job":
+        return
+    for kind in kinds:
+        waiting = unembedded_items(session.pk, kind, newest=count + RECALL_EMBED_WINDOW, limit=None)
+        if len(waiting) >= RECALL_EMBED_LIMIT:
+            _quietly(session, partial(_embed, session, kind, waiting))
 
 
 def embed_quietly(session: Session, kind: str) -> None:
     """`embed_items` after a commit, in inline mode: an error is logged, never raised."""
+    _quietly(session, lambda: embed_items(session=session, kind=kind))
+
+
+def _quietly(session: Session, embed: Callable[[], int]) -> None:
     try:
-        embed_items(session=session, kind=kind)
+        embed()
     except (EmbeddingUnavailable, DatabaseError) as exc:
-        # Recall says it is degraded, and embeds what lacks a vector; an append must never fail
+        # A later append or compaction embeds what still lacks a vector; an append must never fail
         # because a model is missing, nor answer an error for turns it has already committed
         # because their vectors could not be written (a full disk): the client would send them twice.
         log.warning("session %s: vectors not written: %s", session.sid, exc)

@@ -21,7 +21,7 @@ from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
 from ..models import TIER_ARCHIVED, Chunk, Item, Session, TierState
 from ..storage import DjangoTierStore, fts_delete, lookups, vec_delete
 from .compaction import compact_overflow, queue_for
-from .embedding import schedule_embedding
+from .embedding import embed_appended, schedule_embedding
 from .pins import check_pins
 
 
@@ -189,6 +189,7 @@ def append_items(
         )
         for kind in queues:
             schedule_embedding(session, kind)
+    embed_appended(session, queues, len(items))
     return outcomes
 
 

@@ -35,6 +35,7 @@ from .search import SessionSearch
 from .sql import NO_BOUNDS, Bounds
 from .tiers import DjangoTierStore
 from .vectors import (
+    UnstoredVectors,
     ensure_vec_table,
     other_model_vectors,
     sessions_missing_vectors,
@@ -47,6 +48,7 @@ from .vectors import (
 )
 
 __all__ = [
+    "UnstoredVectors",
     "BULLET_FIELDS",
     "NO_BOUNDS",
     "SUBSTRING_BATCH",

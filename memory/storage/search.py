@@ -18,7 +18,7 @@ from .caches import archived_speakers, citations, hash_key, keyword_cache
 from .fts import bm25_search, fts_search
 from .reads import item_rows, item_texts, items_within, pending_speakers, recall_version, substring_search
 from .sql import NO_BOUNDS, Bounds
-from .vectors import vec_search_each
+from .vectors import UnstoredVectors, vec_search_each, with_unstored
 
 # BM25 over the item's context (speaker, date, previous turn) counts as much as its own words.
 CONTEXT_WEIGHT = 1.0
@@ -29,7 +29,8 @@ class SessionSearch:
 
     Stage 1's candidate set: every item of `context`; of `history`, the live tiers and every
     archived item a live bullet cites. `query_vectors` waits for the question's vectors (one row
-    per question asked), which another thread embeds while the keyword passes run.
+    per question asked), which another thread embeds while the keyword passes run; `unstored`
+    holds vectors of items not yet stored, ranked with the rest.
     """
 
     def __init__(
@@ -38,12 +39,15 @@ class SessionSearch:
         kind: str,
         bounds: Bounds = NO_BOUNDS,
         query_vectors: Callable[[], Vectors] | None = None,
+        unstored: UnstoredVectors | None = None,
     ) -> None:
         self.session_pk = session_pk
         self.kind = kind
         self.bounds = bounds
         # Set once the question is known (recall reads the speakers it names first).
         self.query_vectors = query_vectors
+        # The newest items the worker has not embedded yet, embedded for this recall alone.
+        self.unstored = unstored
 
     @cached_property
     def version(self) -> tuple[int, int]:
@@ -89,15 +93,13 @@ class SessionSearch:
     def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
         assert self.query_vectors is not None, "a dense search needs the question's vectors"
         # Every vector of the session is from its model (recall checks): no need to filter on it.
-        return vec_search_each(
-            self.session_pk,
-            self.kind,
-            None,
-            self.query_vectors()[:rows],
-            limit=limit,
-            bounds=self.bounds,
-            among=self.among,
+        queries = self.query_vectors()[:rows]
+        found = vec_search_each(
+            self.session_pk, self.kind, None, queries, limit=limit, bounds=self.bounds, among=self.among
         )
+        if self.unstored is None:
+            return found
+        return with_unstored(found, self.unstored, queries, limit=limit, among=self.among)
 
     def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
         return item_texts(item_ids)

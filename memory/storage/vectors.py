@@ -5,6 +5,7 @@ embedding worker's reads of items still without a vector."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,43 @@ def vec_search_each(
     item_ids = np.fromiter((pk for pk, _ in rows), dtype=np.int64, count=len(rows))
     matrix = np.vstack([from_blob(bytes(v)) for _, v in rows])
     return [best_of(item_ids, column, limit) for column in (matrix @ queries.T).T]
+
+
+@dataclass(frozen=True, slots=True)
+class UnstoredVectors:
+    """Vectors computed for one search and never stored (a recall's stragglers, which the worker
+    has not embedded yet): `vectors[i]` is item `item_ids[i]`'s."""
+
+    item_ids: np.ndarray
+    vectors: np.ndarray
+
+
+def with_unstored(
+    rankings: list[list[tuple[int, float]]],
+    unstored: UnstoredVectors,
+    queries: Vectors,
+    *,
+    limit: int,
+    among: np.ndarray | None = None,
+) -> list[list[tuple[int, float]]]:
+    """Each of `rankings` (one per row of `queries`, as `vec_search_each` gives them) with the
+    unstored vectors scored the same way (cosine) and ranked among them (only ids in `among`, when
+    given). An item stored meanwhile keeps its stored score."""
+    item_ids, vectors = unstored.item_ids, unstored.vectors
+    if among is not None:
+        keep = np.isin(item_ids, among)
+        item_ids, vectors = item_ids[keep], vectors[keep]
+    if not len(item_ids):
+        return rankings
+    scores = vectors @ np.asarray(queries, dtype=np.float32).T  # one column per query
+    merged = []
+    for ranking, column in zip(rankings, scores.T, strict=True):
+        stored = {pk for pk, _ in ranking}
+        extra = [
+            (int(pk), float(score)) for pk, score in zip(item_ids, column, strict=True) if pk not in stored
+        ]
+        merged.append(sorted(ranking + extra, key=lambda hit: -hit[1])[:limit])
+    return merged
 
 
 def other_model_vectors(session_pk: int, kind: str, model: str) -> bool:

@@ -38,6 +38,11 @@ def recall(api, sid, **body):
     return response.json()
 
 
+def hits(answer, kind="history"):
+    """The texts of the turns that matched, best passage first."""
+    return [t["text"] for p in answer["results"][kind] for t in p["turns"] if t["hit"]]
+
+
 def top_texts(answer, kind="history"):
     return [t["text"] for t in answer["results"][kind][0]["turns"]] if answer["results"][kind] else []
 
@@ -261,10 +266,8 @@ def test_a_changed_model_setting_keeps_the_recorded_model_and_the_check_says_so(
     assert "manage.py reembed --all --model wordllama" in warnings[0].msg
 
 
-def test_in_job_mode_a_recall_embeds_only_a_few_stragglers_and_still_finds_the_rest(
-    alice, alice_api, settings
-):
-    """The worker writes vectors for new turns; a recall never embeds a backlog inside the request."""
+def test_in_job_mode_a_recall_stores_no_vector_and_still_finds_the_rest(alice, alice_api, settings):
+    """The worker writes vectors for new turns; a read writes nothing, not even a straggler's."""
     settings.OTTO_COMPACTION = "job"
     session = services.create_session(user=alice, sid="backlog")
     turns = synthetic_turns(40, seed=3)
@@ -274,10 +277,63 @@ def test_in_job_mode_a_recall_embeds_only_a_few_stragglers_and_still_finds_the_r
 
     answer = recall(alice_api, "backlog", query="Where did Jenna move to study volcanoes?")
 
-    assert ItemVector.objects.filter(session=session).count() == services.RECALL_EMBED_LIMIT
-    returned = [t["text"] for p in answer["results"]["history"] for t in p["turns"]]
-    assert FACT in returned  # the last turn has no vector yet: its words found it
+    assert not ItemVector.objects.filter(session=session).exists()
+    assert FACT in hits(answer)
     assert answer["degraded"] is None
+
+
+def test_a_straggler_the_worker_has_not_embedded_yet_is_ranked_by_meaning(alice, alice_api, settings):
+    """The newest turns without a stored vector are embedded for the recall alone: a question that
+    shares no word with the newest turn still finds it first."""
+    settings.OTTO_COMPACTION = "job"
+    session = services.create_session(user=alice, sid="straggler")
+    fill(session, [*synthetic_turns(40, seed=3), ("user", FACT)])
+
+    # Expansion off: its related words would find the turn by keywords, and the point is its vector.
+    answer = recall(
+        alice_api,
+        "straggler",
+        query="Which Icelandic city does my sibling live in nowadays?",
+        rules_off=["expansion"],
+    )
+
+    assert FACT in hits(answer)[:2]
+    assert not ItemVector.objects.filter(session=session).exists()
+
+
+def test_inline_appends_store_vectors_a_batch_at_a_time_so_no_more_wait_than_a_recall_embeds(alice):
+    """With no worker the append writes the vectors, RECALL_EMBED_LIMIT turns per model call."""
+    session = services.create_session(user=alice, sid="inline", x_budget=100_000, y_budget=100_000)
+    stored = []
+    for role, text in synthetic_turns(3 * services.RECALL_EMBED_LIMIT + 5, seed=3):
+        services.append_items(session=session, items=[NewItem(role=role, text=text)])
+        stored.append(ItemVector.objects.filter(session=session).count())
+
+    limit = services.RECALL_EMBED_LIMIT
+    assert stored[limit - 2] == 0  # one model call a batch, not one a turn
+    assert stored[limit - 1] == limit
+    assert stored[-1] == 3 * limit
+    assert all(appended - n < limit for appended, n in enumerate(stored, start=1))
+
+
+def test_an_inline_append_whose_vectors_failed_is_made_up_by_the_next(alice, monkeypatch):
+    from memory.engine.embeddings import EmbeddingUnavailable
+
+    session = services.create_session(user=alice, sid="retry", x_budget=100_000, y_budget=100_000)
+    limit = services.RECALL_EMBED_LIMIT
+    real = services.embedding.session_embedder
+
+    def no_model(session):
+        raise EmbeddingUnavailable("the model folder is gone")
+
+    monkeypatch.setattr(services.embedding, "session_embedder", no_model)
+    fill(session, synthetic_turns(limit + 3, seed=5))
+    assert not ItemVector.objects.filter(session=session).exists()
+
+    monkeypatch.setattr(services.embedding, "session_embedder", real)
+    fill(session, [("user", FACT)])
+
+    assert ItemVector.objects.filter(session=session).count() == limit + 4
 
 
 def test_after_a_reset_the_next_generation_s_bullets_are_cited_not_a_cached_index_of_the_old_ones(

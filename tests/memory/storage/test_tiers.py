@@ -66,7 +66,10 @@ def test_a_batch_leaves_everything_as_the_same_turns_appended_one_by_one(alice, 
     assert [o.position for o in outcomes if o.kind == "history"] == list(range(241))
 
 
-def test_a_batch_of_a_thousand_turns_is_a_bounded_number_of_statements(alice, django_assert_max_num_queries):
+def test_a_batch_of_a_thousand_turns_is_a_bounded_number_of_statements(
+    alice, django_assert_max_num_queries, settings
+):
+    settings.OTTO_COMPACTION = "job"  # the statements of the append alone: its vectors are the worker's
     session = services.create_session(user=alice, sid="big")
     items = [NewItem(role="tool", text=f"line {n} of the build log: ok") for n in range(1000)]
 
