@@ -21,21 +21,48 @@ _NAMED_TIME = re.compile(
 )
 # "may" alone is nearly always the verb; it names the month with a year or after one of these.
 _MAY_THE_MONTH = re.compile(r"\b(?:in|last|of|since|early|late|mid)\s+$", re.IGNORECASE)
+_MAY_THE_DAY = re.compile(r"\b(?:on|of|by|since|before|after|until|from|the)\s+$", re.IGNORECASE)
+
+
+_MONTH = "(" + "|".join(_MONTHS) + ")"
+_YEAR = r"(?:\s*,?\s*((?:19|20)\d\d)\b)?"
+# "7 July, 2023", "7th of July 2023", "July 7, 2023", "July 7th": a day of a month, its year if named
+# (read whole, so that "October 13, 2023" names October 2023, not October and, apart, 2023).
+_NAMED_DAY = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b{_YEAR}|\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b{_YEAR}",
+    re.IGNORECASE,
+)
+
+
+def _days(query: str) -> list[tuple[re.Match[str], tuple[int | None, int, int]]]:
+    found = []
+    for m in _NAMED_DAY.finditer(query):
+        day, month, year, month2, day2, year2 = m.groups()
+        day, month, year = (day, month, year) if day else (day2, month2, year2)
+        if month.lower() == "may" and not year and not _MAY_THE_DAY.search(query[: m.start()]):
+            continue  # "these 3 may fail"
+        if 1 <= int(day) <= 31:
+            found.append((m, (int(year) if year else None, _MONTHS.index(month.lower()) + 1, int(day))))
+    return found
 
 
 def named_times(query: str) -> list[tuple[int | None, int | None]]:
     """The months and years a question names, as (year, month), either None when not named:
-    "in November 2022" → (2022, 11), "on 7 July, 2023" → (2023, 7), "in 2024" → (2024, None),
-    "last May" → (None, 5); "what may she do" names nothing."""
+    "in November 2022" → (2022, 11), "on 7 July, 2023" and "on October 13, 2023" → (2023, 7) and
+    (2023, 10), "in 2024" → (2024, None), "last May" → (None, 5); "what may she do" names nothing."""
     found: list[tuple[int | None, int | None]] = []
-    for m in _NAMED_TIME.finditer(query):
-        month, year, bare_year = m.groups()
+    rest = query
+    for m, (year, month, _) in _days(query):
+        found.append((year, month))
+        rest = rest[: m.start()] + " " * (m.end() - m.start()) + rest[m.end() :]
+    for m in _NAMED_TIME.finditer(rest):
+        month_name, year_named, bare_year = m.groups()
         if bare_year:
             found.append((int(bare_year), None))
             continue
-        if month.lower() == "may" and not year and not _MAY_THE_MONTH.search(query[: m.start()]):
+        if month_name.lower() == "may" and not year_named and not _MAY_THE_MONTH.search(rest[: m.start()]):
             continue
-        found.append((int(year) if year else None, _MONTHS.index(month.lower()) + 1))
+        found.append((int(year_named) if year_named else None, _MONTHS.index(month_name.lower()) + 1))
     return found
 
 

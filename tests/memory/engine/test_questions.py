@@ -23,6 +23,17 @@ def test_named_times_reads_months_and_years_and_not_the_verb_may():
     assert not in_named_time(None, [(2022, 11)])
 
 
+def test_a_named_day_names_its_month_and_year_together():
+    from memory.engine.questions import named_times
+
+    # Not (None, 10) and, apart, (2023, None): any October, or anything in 2023.
+    assert named_times("What painting did Melanie show on October 13, 2023?") == [(2023, 10)]
+    assert named_times("What did they discuss on the 7th of July 2023?") == [(2023, 7)]
+    assert named_times("Where was John between August 11 and August 15 2023?") == [(None, 8), (2023, 8)]
+    assert named_times("Who did Maria have dinner with on May 3?") == [(None, 5)]
+    assert named_times("These 3 may fail again") == []
+
+
 def test_a_question_naming_a_speaker_is_put_in_their_own_first_person():
     from memory.engine.questions import first_person
 
