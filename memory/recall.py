@@ -33,6 +33,7 @@ from .storage import (
     kinds_present,
     live_bullets,
     other_model_vectors,
+    turn_details,
     turn_rows,
 )
 
@@ -101,7 +102,9 @@ def _semantic(
     ranked, why = ranking.rank(
         search, question, limit=RANK_DEPTH, rules=rules, people=people, words=_word_vectors
     )
-    return ranked, why or _reembedding(session)
+    # A reembed writes the new vectors oldest first: while it is under way the newest turns lack
+    # theirs, so a recall with no straggler is not waiting for it (and skips the job lookup).
+    return ranked, why or (_reembedding(session) if search.unstored is not None else None)
 
 
 def _reembedding(session: Session) -> str | None:
@@ -129,6 +132,20 @@ def _turns(
         # was a third of its time.
         turns.update(((kind, t.position), t) for t in turn_rows(session.pk, kind, positions, bounds))
     return turns
+
+
+def _details(session: Session, passages: list[retrieval.Passage]) -> dict[str, dict[int, dict[str, Any]]]:
+    """kind → position → the name, time and meta of each returned turn (read for these alone)."""
+    returned: dict[str, set[int]] = {}
+    for p in passages:
+        returned.setdefault(p.kind, set()).update(t.turn.position for t in p.turns)
+    return {
+        kind: {
+            position: {"name": name, "occurred_at": when, "meta": meta}
+            for position, (name, when, meta) in turn_details(session.pk, kind, positions).items()
+        }
+        for kind, positions in returned.items()
+    }
 
 
 def _bullets(
@@ -227,6 +244,7 @@ def recall(
         embedding = _embed_queries_meanwhile(session, asked.get("history", asked[kinds[0]]).asked)
         for k in kinds:
             searches[k].query_vectors = embedding
+            searches[k].times_wanted = bool(asked[k].times)
             ranked, why = _semantic(session, searches[k], asked[k], rules)
             if why is not None:
                 reasons.append(why)
@@ -243,6 +261,7 @@ def recall(
     )
     bullets, bullet_tokens = _bullets(searches["history"], passages, policy_of.max_bullets, budget - spent)
     results: dict[str, list[dict[str, Any]]] = {"history": [], "context": []}
+    details = _details(session, passages)
     for p in passages:
         results[p.kind].append(
             {
@@ -251,9 +270,7 @@ def recall(
                     {
                         "hash": t.turn.hash,
                         "role": t.turn.role,
-                        "name": t.turn.name,
-                        "occurred_at": t.turn.occurred_at,
-                        "meta": t.turn.meta,
+                        **details[p.kind][t.turn.position],
                         "text": t.text,
                         "position": t.turn.position,
                         "pinned": t.turn.pinned,

@@ -28,6 +28,7 @@ from .reads import (
     pending_speakers,
     recall_version,
     substring_search,
+    turn_details,
     turn_rows,
 )
 from .rows import bullet_from_row, bullet_row, item_from_row, moment, said_from_sql, said_of
@@ -82,6 +83,7 @@ __all__ = [
     "scope_of",
     "sessions_missing_vectors",
     "substring_search",
+    "turn_details",
     "turn_rows",
     "unembedded_items",
     "vec_delete",

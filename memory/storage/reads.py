@@ -18,10 +18,11 @@ from .sql import NO_BOUNDS, Bounds, marks
 
 
 def item_rows(
-    session_pk: int, kind: str, item_ids: Sequence[int], bounds: Bounds = NO_BOUNDS
+    session_pk: int, kind: str, item_ids: Sequence[int], bounds: Bounds = NO_BOUNDS, *, times: bool = True
 ) -> list[tuple[int, int, str, str, Any, datetime | None]]:
     """(id, position, tier, chunk hash, name, local time) of those of `item_ids` in the session
-    and kind (and inside `bounds`)."""
+    and kind (and inside `bounds`); the time None unless `times` (decoding each is most of the
+    cost of a few hundred rows, and only a question naming a time reads them)."""
     ids = [int(i) for i in item_ids]
     if not ids:
         return []
@@ -34,7 +35,14 @@ def item_rows(
             [session_pk, kind, *ids, *params],
         )
         return [
-            (int(pk), int(pos), tier, h, speaker, local_time(moment(when), offset) if when else None)
+            (
+                int(pk),
+                int(pos),
+                tier,
+                h,
+                speaker,
+                local_time(moment(when), offset) if times and when else None,
+            )
             for pk, pos, tier, h, speaker, when, offset in cursor.fetchall()
         ]
 
@@ -42,15 +50,17 @@ def item_rows(
 def turn_rows(
     session_pk: int, kind: str, positions: Iterable[int], bounds: Bounds = NO_BOUNDS
 ) -> list[retrieval.Turn]:
-    """The session's items of `kind` at `positions` (those inside `bounds`)."""
+    """The session's items of `kind` at `positions` (those inside `bounds`), as much of each as
+    recall's assembly reads: no name, time or meta (`turn_details` has them, for the few returned).
+    """
     wanted = sorted(int(p) for p in positions)
     if not wanted:
         return []
     within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.position, i.role, c.text, c.hash, i.tokens, i.name, i.occurred_at, i.utc_offset, "
-            "i.meta, i.pinned FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
+            "SELECT i.position, i.role, c.text, c.hash, i.tokens, i.pinned "
+            "FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({marks(wanted)}){within}",
             [session_pk, kind, *wanted, *params],
         )
@@ -62,14 +72,36 @@ def turn_rows(
                 text=text,
                 hash=h,
                 tokens=int(tokens),
-                name=name,
-                occurred_at=local_time(moment(when), offset),
-                # SQLite hands JSON back as text; psycopg decodes it
-                meta=json.loads(meta) if isinstance(meta, str) else meta,
                 pinned=bool(pinned),
             )
-            for pos, role, text, h, tokens, name, when, offset, meta, pinned in cursor.fetchall()
+            for pos, role, text, h, tokens, pinned in cursor.fetchall()
         ]
+
+
+def turn_details(
+    session_pk: int, kind: str, positions: Iterable[int]
+) -> dict[int, tuple[str, datetime | None, dict[str, Any]]]:
+    """position → (speaker's name, local time, meta) of the session's items of `kind` at
+    `positions`: read for the turns a recall returns only (a recall weighs ≈ 450 turns and returns
+    a tenth of them; decoding every one's meta and time was a sixth of its time)."""
+    wanted = sorted(int(p) for p in positions)
+    if not wanted:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT i.position, i.name, i.occurred_at, i.utc_offset, i.meta FROM memory_item i "
+            f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({marks(wanted)})",
+            [session_pk, kind, *wanted],
+        )
+        return {
+            int(pos): (
+                name,
+                local_time(moment(when), offset),
+                # SQLite hands JSON back as text; psycopg decodes it
+                json.loads(meta) if isinstance(meta, str) else meta,
+            )
+            for pos, name, when, offset, meta in cursor.fetchall()
+        }
 
 
 def items_within(session_pk: int, kind: str, bounds: Bounds) -> np.ndarray:

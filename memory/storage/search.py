@@ -48,6 +48,8 @@ class SessionSearch:
         self.query_vectors = query_vectors
         # The newest items the worker has not embedded yet, embedded for this recall alone.
         self.unstored = unstored
+        # Whether the candidates' times are read: only a question naming a time weighs them.
+        self.times_wanted = True
 
     @cached_property
     def version(self) -> tuple[int, int]:
@@ -108,7 +110,7 @@ class SessionSearch:
         return self.keyword_index
 
     def candidates(self, item_ids: Sequence[int]) -> dict[int, Candidate]:
-        rows = item_rows(self.session_pk, self.kind, item_ids, self.bounds)
+        rows = item_rows(self.session_pk, self.kind, item_ids, self.bounds, times=self.times_wanted)
         if self.kind == "context":
             return {pk: Candidate(position, speaker, when) for pk, position, _, _, speaker, when in rows}
         cited = self.cited

@@ -188,18 +188,15 @@ def with_unstored(
 
 def other_model_vectors(session_pk: int, kind: str, model: str) -> bool:
     """Whether any of the session's vectors of `kind` is stamped with another model than `model`."""
-    # Two seeks on the (session, kind, model) index, one each side of `model`: `model <> %s`
-    # walked every vector of the session.
+    # Two seeks on the (session, kind, model) index, one each side of `model` (`model <> %s` walked
+    # every vector of the session), in one statement: a recall asks this every time.
+    side = "SELECT 1 FROM memory_itemvector WHERE session_id = %s AND kind = %s AND model {} %s"
     with connection.cursor() as cursor:
-        for side in ("<", ">"):
-            cursor.execute(
-                f"SELECT 1 FROM memory_itemvector WHERE session_id = %s AND kind = %s AND model {side} %s "
-                "LIMIT 1",
-                [session_pk, kind, model],
-            )
-            if cursor.fetchone() is not None:
-                return True
-    return False
+        cursor.execute(
+            f"SELECT EXISTS({side.format('<')}) OR EXISTS({side.format('>')})",
+            [session_pk, kind, model, session_pk, kind, model],
+        )
+        return bool(cursor.fetchone()[0])
 
 
 def unembedded_items(session_pk: int, kind: str, *, newest: int | None, limit: int | None) -> list[int]:

@@ -375,7 +375,7 @@ def test_a_running_job_of_a_dead_worker_is_taken_over(filled):
 
 
 def test_a_recall_while_the_session_is_re_embedded_says_it_is_degraded(alice_api, filled, settings):
-    settings.OTTO_COMPACTION = "job"  # no worker here: the job stays queued, the recall embeds 16 at most
+    settings.OTTO_COMPACTION = "job"  # no worker here: the job stays queued
     job = alice_api.post("/api/v1/sessions/life/reembed", {"model": "wordllama"}).json()["job_id"]
     # As the job does first: the new stamp, every old vector gone.
     filled.refresh_from_db()
