@@ -20,13 +20,14 @@ from starlette.responses import PlainTextResponse
 from starlette.staticfiles import StaticFiles
 from starlette.types import Receive, Scope, Send
 
+from ottoweb.cores import one_core_per_request
 from ottoweb.heap import ReleaseAfterLargeRequests, tune_malloc
 
 # Before any thread starts or any request is read: large buffers are handed back when freed.
 tune_malloc()
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ottoweb.settings")
-# As in wsgi.py: one onnxruntime thread per query embedding in the web process.
-os.environ.setdefault("OTTO_EMBED_THREADS", "1")
+# As in wsgi.py: one core for each request's embedding and vector math.
+one_core_per_request()
 # Django's threads here are a fixed pool: each keeps its SQLite connection instead of opening one
 # per request (settings.py, CONN_MAX_AGE).
 os.environ.setdefault("OTTO_CONN_MAX_AGE", "600")

@@ -4,10 +4,10 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from ottoweb.cores import one_core_per_request
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ottoweb.settings")
-# One onnxruntime thread per query embedding in the web process: it serves many requests at once,
-# and recall embeds the query on a second thread while it runs the keyword searches (a query
-# embedding that takes every core slows those searches more than it gains). The Celery worker,
-# which embeds turns in batches, keeps every core.
-os.environ.setdefault("OTTO_EMBED_THREADS", "1")
+# The web process serves many requests at once: one core for each one's embedding and vector math
+# (a query embedding that takes every core slows recall's keyword searches more than it gains).
+one_core_per_request()
 application = get_wsgi_application()

@@ -9,10 +9,10 @@ ranks those raw items by their own vectors and words and returns the best, each 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from . import tokens as tok
 
@@ -180,7 +180,7 @@ def rrf(
     return sorted(scores.items(), key=lambda kv: (-kv[1], str(kv[0])))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a recall builds hundreds, and frozen ones cost 4× as much
 class Turn:
     kind: str
     position: int
@@ -188,11 +188,7 @@ class Turn:
     text: str
     hash: str
     tokens: int
-    # Carried to the answer, not ranked here.
-    name: str = ""
-    occurred_at: datetime | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    pinned: bool = False
+    pinned: bool = False  # carried to the answer, not ranked here
 
 
 @dataclass(slots=True)
@@ -222,7 +218,6 @@ def assemble(
     window: int,
     max_tokens: int,
     max_passages: int,
-    neighbour_ok: Callable[[Turn, Turn], bool] | None = None,
 ) -> tuple[list[Passage], int]:
     """Spend `max_tokens` best hit first; then give the passages their neighbours with what is left.
 
@@ -264,8 +259,6 @@ def assemble(
                     nkey = (passage.kind, neighbour_position)
                     neighbour = turns.get(nkey)
                     if neighbour is None or nkey in owner or neighbour.tokens > max_tokens - spent:
-                        continue
-                    if neighbour_ok is not None and not neighbour_ok(hit, neighbour):
                         continue
                     passage.turns.append(
                         PassageTurn(turn=neighbour, text=neighbour.text, tokens=neighbour.tokens)

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import connection
 from django.test import Client, override_settings
+from threadpoolctl import threadpool_limits
 
 from memory import services, storage
 from memory.engine import embeddings
@@ -156,13 +157,24 @@ class LocalSections(Report):
         return stats
 
     def query_embedding(self, scale: Scale) -> dict[str, Any]:
-        embedder = embedding.embedder()
+        """The model alone, one question a call: on every core, and as the web process embeds it
+        (one thread, ottoweb/cores.py), which is what a recall waits for."""
         asked = questions(scale.recalls + WARM_UP, seed=7)
-        for q in asked[:WARM_UP]:
-            embedder.embed_query(q)
-        stats = latency([timed(partial(embedder.embed_query, q)) for q in asked[WARM_UP:]])
-        self.line("query embedding", stats, "queries", "the model alone, one question")
-        return stats
+        figures: dict[str, Any] = {}
+        configured = int(os.environ.get("OTTO_EMBED_THREADS") or 0) or None  # None: every core
+        for threads, label, key in (
+            (configured, "query embedding", "every_core"),
+            (1, "query embedding, one thread", "one_thread"),
+        ):
+            embeddings.use_threads(threads)
+            embedder = embedding.embedder()
+            for q in asked[:WARM_UP]:
+                embedder.embed_query(q)
+            stats = latency([timed(partial(embedder.embed_query, q)) for q in asked[WARM_UP:]])
+            self.line(label, stats, "queries", "the model alone, one question")
+            figures[key] = stats
+        embeddings.use_threads(configured)
+        return {**figures["every_core"], "one_thread": figures["one_thread"]}
 
     def recall_at(self, size: int, scale: Scale, user: Any, *, profile: bool) -> dict[str, Any]:
         session = services.create_session(user=user, sid=f"bench-recall-{size}")
@@ -188,6 +200,8 @@ class LocalSections(Report):
         build_threads = os.environ.get("OTTO_EMBED_THREADS")
         query_threads = int(build_threads or 1)
         embeddings.use_threads(query_threads)
+        # ... and as many OpenBLAS threads (ottoweb/cores.py), for these recalls only.
+        blas = threadpool_limits(limits=query_threads, user_api="blas")
         for q in asked[:WARM_UP]:
             recall(session, query=q)
         # A web process's first recall of the session builds its BM25 postings and reads its vectors.
@@ -227,5 +241,6 @@ class LocalSections(Report):
                 pstats.Stats(profiler, stream=report).sort_stats(order).print_stats(25)
                 self.emit(f"profile of {len(asked) - WARM_UP} recalls at {size} chunks, by {order}:")
                 self.emit(report.getvalue())
+        blas.restore_original_limits()
         embeddings.use_threads(int(build_threads) if build_threads else None)
         return stats

@@ -182,6 +182,15 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
             figures["recall"][str(size)] = self.recall_at(
                 size, scale, user, profile=profile and size == max(sizes)
             )
+        # What a recall costs beside the question's embedding, which it waits for (on one thread).
+        one_thread = figures["query_embedding"]["one_thread"]["p50_ms"]
+        ratios = []
+        for size, stats in figures["recall"].items():
+            stats["per_query_embedding"] = round(stats["p50_ms"] / one_thread, 2)
+            ratios.append(f"{stats['per_query_embedding']}× at {int(size):,} chunks")
+        self.emit(
+            f"recall p50 / query embedding p50 (one thread, as in the web process): {', '.join(ratios)}"
+        )
         docs = sum(r["embedded"] for r in figures["recall"].values())
         seconds = sum(r["embed_s"] for r in figures["recall"].values())
         figures["embedding_docs_per_s"] = round(docs / seconds, 1) if seconds else 0.0
