@@ -286,6 +286,12 @@ def use_threads(threads: int | None) -> None:
         _cache.clear()
 
 
+def loaded_embedder(spec: str) -> Embedder | None:
+    """The backend for `spec` if this process has loaded it already (`get_embedder` returns it)."""
+    with _cache_lock:
+        return _cache.get(canonical(spec))
+
+
 def get_embedder(spec: str) -> Embedder:
     """The shared, lazily loaded backend for `spec` (one per process)."""
     key = canonical(spec)
