@@ -8,14 +8,23 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `reads.py`: recall's reads in plain SQL (items by id or position, substring scan, bullets).
 - `fts.py`: the keyword index (FTS5 on SQLite, tsvector on PostgreSQL) and BM25 from the cache.
 - `vectors.py`: the sqlite-vec mirror of the vectors, vector search, items still unembedded.
-- `caches.py`: the per-process `vector_cache` and `keyword_cache`, within a memory budget; recall's
-  per-generation indexes (which bullets cite a hash, the archived items' speakers).
+- `caches.py`: the per-process `vector_cache`, `keyword_cache` and `item_cache` (the candidates'
+  positions, speakers and times), within a memory budget; recall's per-generation indexes (which
+  bullets cite a hash, the archived items no bullet cites, the archived items' speakers).
 - `search.py`: `SessionSearch`, one kind of one session as recall's ranking reads it.
 - `lookups.py`: the lookups every request makes (token, session, tier state), SQL written once.
 - `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
 """
 
-from .caches import KeywordCache, SessionCache, VectorCache, clear_recall_indexes, keyword_cache, vector_cache
+from .caches import (
+    KeywordCache,
+    SessionCache,
+    VectorCache,
+    clear_recall_indexes,
+    item_cache,
+    keyword_cache,
+    vector_cache,
+)
 from .fts import bm25_search, fts_delete, fts_index_many, fts_search, scope_of
 from .reads import (
     BULLET_FIELDS,
@@ -71,6 +80,7 @@ __all__ = [
     "item_rows",
     "item_texts",
     "items_within",
+    "item_cache",
     "keyword_cache",
     "kinds_present",
     "live_bullets",

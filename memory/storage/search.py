@@ -13,10 +13,11 @@ from django.conf import settings
 from ..engine import bm25
 from ..engine.embeddings import Vectors
 from ..engine.ranking import Candidate, positions
-from ..models import TIER_X, TIER_Y, Item
-from .caches import archived_speakers, citations, hash_key, keyword_cache
+from ..models import TIER_X, TIER_Y, Item, local_time
+from .caches import archived_speakers, citations, hash_key, item_cache, keyword_cache, uncited_archived
 from .fts import bm25_search, fts_search
 from .reads import item_rows, item_texts, items_within, pending_speakers, recall_version, substring_search
+from .rows import moment
 from .sql import NO_BOUNDS, Bounds
 from .vectors import UnstoredVectors, vec_search_each, with_unstored
 
@@ -110,6 +111,21 @@ class SessionSearch:
         return self.keyword_index
 
     def candidates(self, item_ids: Sequence[int]) -> dict[int, Candidate]:
+        items = None if self.bounds else item_cache.get(self.session_pk, self.kind)
+        if items is not None:
+            # History's candidates are the live tiers and every item a live bullet cites.
+            left_out = (
+                uncited_archived(self.session_pk, self.kind, self.version) if self.kind == "history" else ()
+            )
+            found = {}
+            for pk in item_ids:
+                item = items.get(pk)
+                if item is not None and pk not in left_out:
+                    position, speaker, when, offset = item
+                    moment_ = local_time(moment(when), offset) if self.times_wanted and when else None
+                    found[pk] = Candidate(position, speaker, moment_)
+            return found
+        # A session too big for the cache, or a recall bounded in time: the rows where they live.
         rows = item_rows(self.session_pk, self.kind, item_ids, self.bounds, times=self.times_wanted)
         if self.kind == "context":
             return {pk: Candidate(position, speaker, when) for pk, position, _, _, speaker, when in rows}

@@ -14,12 +14,13 @@ from django.test.utils import CaptureQueriesContext
 
 from memory import services
 from memory.engine.embeddings import WordLlamaBackend, from_blob
-from memory.models import Item, ItemVector
+from memory.models import Bullet, Item, ItemVector
 from memory.recall import recall
 from memory.services import NewItem
 from memory.storage import (
     Bounds,
     KeywordCache,
+    SessionSearch,
     VectorCache,
     bm25_search,
     fts_search,
@@ -253,3 +254,118 @@ def test_a_recall_of_a_session_too_big_for_the_cache_ranks_by_the_database(alice
 
     assert answer["results"]["context"][0]["turns"][0]["text"] == texts[2]
     assert storage.keyword_cache.nbytes() == 0
+
+
+# The candidates' rows (ItemCache, uncited_archived): what the ranking's boosts read of each item
+
+
+def candidates_from_rows(session, kind, ids, times=True):
+    """The candidates as read from the database, the way a recall bounded in time reads them."""
+    search = SessionSearch(session.pk, kind, Bounds(since=datetime(2000, 1, 1, tzinfo=UTC)))
+    search.times_wanted = times
+    return search.candidates(ids)
+
+
+def candidates_from_cache(session, kind, ids, times=True):
+    search = SessionSearch(session.pk, kind)
+    search.times_wanted = times
+    return search.candidates(ids)
+
+
+@pytest.fixture
+def compacted(alice):
+    """History compacted many times over, with names and times, and some tool output in context."""
+    session = services.create_session(user=alice, sid="cands", x_budget=150, y_budget=450)
+    for n, (role, text) in enumerate(synthetic_turns(240, seed=4)):
+        name = "Ana" if role == "user" else "Otto"
+        when = datetime(2024, 3, 1 + n // 20, 9, n % 60, tzinfo=UTC)
+        services.append_items(
+            session=session, items=[NewItem(role=role, text=text, name=name, occurred_at=when)]
+        )
+    services.append_items(
+        session=session,
+        items=[NewItem(role="tool", text=f"build {n} passed", kind="context") for n in range(30)],
+    )
+    return session
+
+
+def all_ids(session, kind):
+    return list(Item.objects.filter(session=session, kind=kind).values_list("pk", flat=True))
+
+
+def summarised_citing(session, items):
+    """As a compaction whose summary cites only `items` writes it: the live bullets superseded, one
+    new bullet (a new id: the recall version moves on)."""
+    live = Bullet.objects.filter(session=session, kind="history", superseded=False)
+    generation = max(b.generation for b in live) + 1
+    live.update(superseded=True)
+    Bullet.objects.create(
+        session=session,
+        kind="history",
+        generation=generation,
+        text="- a summary of part of it",
+        hash_refs=[i.chunk.hash for i in items],
+        tokens=8,
+        first_position=min(i.position for i in items),
+    )
+
+
+@pytest.mark.parametrize("times", [True, False])
+def test_the_candidates_from_the_cache_are_the_database_s(compacted, times):
+    history = all_ids(compacted, "history")
+    archived = list(
+        Item.objects.filter(pk__in=history, tier="a").select_related("chunk").order_by("position")
+    )
+    assert len(archived) > 20 and Item.objects.filter(pk__in=history, tier="x").exists()
+    every = candidates_from_cache(compacted, "history", history, times)
+    assert every == candidates_from_rows(compacted, "history", history, times)
+    summarised_citing(compacted, archived[::3])
+
+    cached = candidates_from_cache(compacted, "history", history, times)
+    assert cached == candidates_from_rows(compacted, "history", history, times)
+    assert set(every) - set(cached) == {i.pk for i in archived} - {i.pk for i in archived[::3]}
+    assert any(c.speaker == "Ana" for c in cached.values())
+    assert all((c.when is not None) == times for c in cached.values())
+    context = all_ids(compacted, "context")
+    assert candidates_from_cache(compacted, "context", context) == candidates_from_rows(
+        compacted, "context", context
+    )
+
+
+def test_new_turns_are_candidates_and_a_pin_brings_an_uncited_turn_back(compacted):
+    archived = list(
+        Item.objects.filter(session=compacted, tier="a").select_related("chunk").order_by("position")
+    )
+    summarised_citing(compacted, archived[1:])
+    history = all_ids(compacted, "history")
+    before = candidates_from_cache(compacted, "history", history)
+    assert archived[0].pk not in before
+    for n in range(120):  # more turns, more compactions
+        services.append_items(
+            session=compacted, items=[NewItem(role="assistant", text=f"step {n} of the plan done")]
+        )
+    history = all_ids(compacted, "history")
+
+    after = candidates_from_cache(compacted, "history", history)
+    assert after == candidates_from_rows(compacted, "history", history)
+    assert set(after) - set(before), "the new turns are candidates"
+
+    services.set_pinned(session=compacted, position=archived[0].position)
+    pinned = candidates_from_cache(compacted, "history", history)
+    assert archived[0].pk in pinned
+    assert pinned == candidates_from_rows(compacted, "history", history)
+
+
+@pytest.mark.parametrize("mode", ["all", "summary"])
+def test_a_reset_session_s_candidates_are_what_the_reset_kept(compacted, mode):
+    history = all_ids(compacted, "history")
+    assert candidates_from_cache(compacted, "history", history)
+    services.reset_session(session=compacted, mode=mode)
+    services.append_items(session=compacted, items=[NewItem(role="user", text="a fresh start")])
+    every = history + [pk for pk in all_ids(compacted, "history") if pk not in history]
+
+    left = candidates_from_cache(compacted, "history", every)
+    assert left == candidates_from_rows(compacted, "history", every)
+    kept = set(Item.objects.filter(session=compacted, kind="history").values_list("pk", flat=True))
+    assert set(left) == kept  # "summary" keeps the cited archived turns, "all" nothing old
+    assert (len(kept) > 1) == (mode == "summary")
