@@ -334,7 +334,9 @@ def test_the_candidates_from_the_cache_are_the_database_s(compacted, times):
 
 def test_new_turns_are_candidates_and_a_pin_brings_an_uncited_turn_back(compacted):
     archived = list(
-        Item.objects.filter(session=compacted, tier="a").select_related("chunk").order_by("position")
+        Item.objects.filter(session=compacted, kind="history", tier="a")
+        .select_related("chunk")
+        .order_by("position")
     )
     summarised_citing(compacted, archived[1:])
     history = all_ids(compacted, "history")
