@@ -212,3 +212,13 @@ def _cased_as(word: str, m: re.Match[str]) -> str:
 def _cased(word: str, like: str) -> str:
     """`word` capitalised as `like` is ("Does" → "Do"); "I" stays "I"."""
     return word[0].upper() + word[1:] if like[:1].isupper() else word
+
+
+_I = re.compile(r"\bI\b")
+
+
+def asked_as_the_person(query: str) -> bool:
+    """Whether the question says "I" ("What did I ask you to keep out of the project?"): asked as
+    the person the agent works for, about their own words. "me" and "my" alone do not say it
+    ("What did you tell me about the cache?" asks about the agent's)."""
+    return _I.search(query) is not None

@@ -318,9 +318,9 @@ class KeywordCache(SessionCache[bm25.Index]):
         return value.nbytes()
 
 
-class ItemCache(SessionCache[dict[int, tuple[int, str, Any, Any]]]):
+class ItemCache(SessionCache[dict[int, tuple[int, str, Any, Any, str]]]):
     """Recently ranked sessions' items as the ranking's candidates read them: item id → (position,
-    speaker, occurred_at and utc_offset as stored). None of these changes once an item is written,
+    speaker, occurred_at and utc_offset as stored, role). None of these changes once an item is written,
     so new items are added and only a deletion rebuilds; which items are candidates changes with
     compactions, and is `uncited_archived`'s (per version). A recall read them from 200 rows
     joined to their chunks, a tenth of its time at 5,000 turns."""
@@ -333,25 +333,31 @@ class ItemCache(SessionCache[dict[int, tuple[int, str, Any, Any]]]):
     def _rows(self, session_pk: int, kind: str, since: int, newest: int) -> list[Any]:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT id, position, name, occurred_at, utc_offset FROM memory_item "
+                "SELECT id, position, name, occurred_at, utc_offset, role FROM memory_item "
                 "WHERE session_id = %s AND kind = %s AND id > %s AND id <= %s",
                 [session_pk, kind, since, newest],
             )
             return cursor.fetchall()
 
-    def _build(self, rows: list[Any]) -> dict[int, tuple[int, str, Any, Any]]:
+    def _build(self, rows: list[Any]) -> dict[int, tuple[int, str, Any, Any, str]]:
         return self._extend({}, rows)
 
     def _extend(
-        self, value: dict[int, tuple[int, str, Any, Any]], rows: list[Any]
-    ) -> dict[int, tuple[int, str, Any, Any]]:
-        names: dict[str, str] = {}  # one string per speaker, not one per turn
+        self, value: dict[int, tuple[int, str, Any, Any, str]], rows: list[Any]
+    ) -> dict[int, tuple[int, str, Any, Any, str]]:
+        shared: dict[str, str] = {}  # one string per speaker and role, not one per turn
         grown = dict(value)  # a reader keeps the value it got
-        for pk, position, name, when, offset in rows:
-            grown[int(pk)] = (int(position), names.setdefault(name, name), when, offset)
+        for pk, position, name, when, offset, role in rows:
+            grown[int(pk)] = (
+                int(position),
+                shared.setdefault(name, name),
+                when,
+                offset,
+                shared.setdefault(role, role),
+            )
         return grown
 
-    def _nbytes(self, value: dict[int, tuple[int, str, Any, Any]]) -> int:
+    def _nbytes(self, value: dict[int, tuple[int, str, Any, Any, str]]) -> int:
         return len(value) * self._row_bytes()
 
 

@@ -19,17 +19,17 @@ from .sql import NO_BOUNDS, Bounds, marks
 
 def item_rows(
     session_pk: int, kind: str, item_ids: Sequence[int], bounds: Bounds = NO_BOUNDS, *, times: bool = True
-) -> list[tuple[int, int, str, str, Any, datetime | None]]:
-    """(id, position, tier, chunk hash, name, local time) of those of `item_ids` in the session
-    and kind (and inside `bounds`); the time None unless `times` (decoding each is most of the
-    cost of a few hundred rows, and only a question naming a time reads them)."""
+) -> list[tuple[int, int, str, str, Any, datetime | None, str]]:
+    """(id, position, tier, chunk hash, name, local time, role) of those of `item_ids` in the
+    session and kind (and inside `bounds`); the time None unless `times` (decoding each is most of
+    the cost of a few hundred rows, and only a question naming a time reads them)."""
     ids = [int(i) for i in item_ids]
     if not ids:
         return []
     within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.id, i.position, i.tier, c.hash, i.name, i.occurred_at, i.utc_offset "
+            "SELECT i.id, i.position, i.tier, c.hash, i.name, i.occurred_at, i.utc_offset, i.role "
             "FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.id IN ({marks(ids)}){within}",
             [session_pk, kind, *ids, *params],
@@ -42,8 +42,9 @@ def item_rows(
                 h,
                 speaker,
                 local_time(moment(when), offset) if times and when else None,
+                role,
             )
-            for pk, pos, tier, h, speaker, when, offset in cursor.fetchall()
+            for pk, pos, tier, h, speaker, when, offset, role in cursor.fetchall()
         ]
 
 

@@ -121,18 +121,21 @@ class SessionSearch:
             for pk in item_ids:
                 item = items.get(pk)
                 if item is not None and pk not in left_out:
-                    position, speaker, when, offset = item
+                    position, speaker, when, offset, role = item
                     moment_ = local_time(moment(when), offset) if self.times_wanted and when else None
-                    found[pk] = Candidate(position, speaker, moment_)
+                    found[pk] = Candidate(position, speaker, moment_, role)
             return found
         # A session too big for the cache, or a recall bounded in time: the rows where they live.
         rows = item_rows(self.session_pk, self.kind, item_ids, self.bounds, times=self.times_wanted)
         if self.kind == "context":
-            return {pk: Candidate(position, speaker, when) for pk, position, _, _, speaker, when in rows}
+            return {
+                pk: Candidate(position, speaker, when, role)
+                for pk, position, _, _, speaker, when, role in rows
+            }
         cited = self.cited
         return {
-            pk: Candidate(position, speaker, when)
-            for pk, position, tier, h, speaker, when in rows
+            pk: Candidate(position, speaker, when, role)
+            for pk, position, tier, h, speaker, when, role in rows
             if tier in (TIER_X, TIER_Y) or hash_key(h) in cited
         }
 

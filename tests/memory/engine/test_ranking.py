@@ -17,8 +17,9 @@ class ListSearch:
     ranking that prefers the turns listed in `near` for each question row, every turn a candidate
     unless listed in `outside`."""
 
-    def __init__(self, turns, *, near=None, outside=(), dense_fails=False):
+    def __init__(self, turns, *, near=None, outside=(), dense_fails=False, roles=None):
         self.turns = turns
+        self.roles = roles or {}
         self.index = bm25.Index([(pk, text) for pk, (_, _, text) in enumerate(turns)])
         self.near = near or [[], []]
         self.outside = set(outside)
@@ -47,7 +48,7 @@ class ListSearch:
 
     def candidates(self, item_ids: Sequence[int]) -> dict[int, ranking.Candidate]:
         return {
-            pk: ranking.Candidate(pk * 10, self.turns[pk][0], self.turns[pk][1])
+            pk: ranking.Candidate(pk * 10, self.turns[pk][0], self.turns[pk][1], self.roles.get(pk, ""))
             for pk in item_ids
             if pk not in self.outside
         }
@@ -150,3 +151,40 @@ def test_only_candidates_come_back_and_a_missing_model_falls_back_to_keywords():
     lexical_only, why = _rank(ListSearch(TURNS, dense_fails=True), "pottery class")
     assert why is not None and "keywords only" in why
     assert lexical_only[0][0] == 0
+
+
+# An agent's session: the person (role user), the agent and its tools.
+WORK = [
+    ("read_file", MAY, "def later(items: list) -> list: put = list(items); return put  # asked later"),
+    ("Dana", MAY, "Put this on the list for later: tighten the CORS settings."),
+    ("assistant", MAY, "Noted, the CORS settings are on the list."),
+    *[("bash", JUNE, f"test run {n}: 12 passed") for n in range(20)],
+]
+WORK_ROLES = {0: "tool", 1: "user", 2: "assistant"} | {n: "tool" for n in range(3, 23)}
+PLAIN = ranking.ALL_RULES.without(["feedback", "expansion"])
+
+
+def _rank_work(text, rules):
+    search = ListSearch(WORK, roles=WORK_ROLES)
+    question = ranking.read_question(text, {"Dana"}, people=True, rules=rules)
+    ranked, _ = ranking.rank(search, question, limit=50, rules=rules, people=True, words=None)
+    return [position for position, _ in ranked]
+
+
+def test_a_question_that_says_i_ranks_the_person_s_own_turns_higher():
+    # A source file sharing more of the question's words comes first by keywords alone.
+    asked = "What did I ask you to put on the list for later?"
+    assert _rank_work(asked, PLAIN.without(["asker"]))[0] == 0
+    assert _rank_work(asked, PLAIN)[0] == 10  # Dana's own ask
+    # Without "I" the question is not the person's about their own words: no boost.
+    assert _rank_work("What is on the list to put off for later?", PLAIN)[0] == 0
+
+
+def test_only_the_word_i_makes_a_question_the_person_s():
+    from memory.engine import questions
+
+    assert questions.asked_as_the_person("Which library did I tell you to keep out?")
+    assert questions.asked_as_the_person("What have I asked you to put on the list for later?")
+    assert not questions.asked_as_the_person("What did you tell me about my cache?")
+    assert not questions.asked_as_the_person("Which AI model did Iris pick?")
+    assert not ranking.read_question("What did I say?", {"Dana"}, people=False, rules=PLAIN).asker
