@@ -25,6 +25,17 @@ T = TypeVar("T")
 Extra = TypeVarTuple("Extra")
 
 
+def table_state(table: str, session_pk: int, kind: str) -> tuple[int, int]:
+    """(rows, newest id) of one session and kind in `table`: what tells a cached value is current."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT count(*), coalesce(max(id), 0) FROM {table} WHERE session_id = %s AND kind = %s",
+            [session_pk, kind],
+        )
+        count, newest = cursor.fetchone()
+    return int(count), int(newest)
+
+
 @dataclass(frozen=True)
 class _Held(Generic[T]):
     value: T
@@ -56,14 +67,13 @@ class SessionCache(Generic[T, *Extra]):
         self._too_big: dict[tuple[Any, ...], int] = {}
         self._lock = threading.Lock()
 
-    def get(self, session_pk: int, kind: str, *extra: *Extra) -> T | None:
-        """The session's current value, or None when it does not fit in the budget."""
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT count(*), coalesce(max(id), 0) FROM {self.table} WHERE session_id = %s AND kind = %s",
-                [session_pk, kind],
-            )
-            count, newest = (int(v) for v in cursor.fetchone())
+    def get(
+        self, session_pk: int, kind: str, *extra: *Extra, state: tuple[int, int] | None = None
+    ) -> T | None:
+        """The session's current value, or None when it does not fit in the budget. `state`: the
+        table's `table_state` for the session, when the caller has just read it (two caches over
+        one table, asked in one recall, need it once)."""
+        count, newest = state if state is not None else table_state(self.table, session_pk, kind)
         if self._row_bytes(*extra) * count > self.budget:
             return None
         key = (connection.alias, session_pk, kind, *extra)

@@ -371,3 +371,21 @@ def test_a_reset_session_s_candidates_are_what_the_reset_kept(compacted, mode):
     kept = set(Item.objects.filter(session=compacted, kind="history").values_list("pk", flat=True))
     assert set(left) == kept  # "summary" keeps the cited archived turns, "all" nothing old
     assert (len(kept) > 1) == (mode == "summary")
+
+
+def test_one_recall_checks_the_items_freshness_once(embedded):
+    # The keyword index and the item cache both hold memory_item rows: one recall reads the
+    # session's (count, newest id) for both, and still sees turns appended before it.
+    recall(embedded, query="the shed key", kind="history")  # both caches built
+    services.append_items(session=embedded, items=[NewItem(role="user", text=FACT)])
+    services.embed_items(session=embedded, kind="history")
+
+    with CaptureQueriesContext(connection) as reads:
+        answer = recall(embedded, query="where is the spare key to the allotment shed?", kind="history")
+
+    freshness = [
+        q["sql"] for q in reads.captured_queries if "coalesce(max(id), 0) FROM memory_item " in q["sql"]
+    ]
+    assert len(freshness) == 1
+    hits = [t["text"] for p in answer["results"]["history"] for t in p["turns"] if t["hit"]]
+    assert hits[0] == FACT
