@@ -222,3 +222,17 @@ def asked_as_the_person(query: str) -> bool:
     the person the agent works for, about their own words. "me" and "my" alone do not say it
     ("What did you tell me about the cache?" asks about the agent's)."""
     return _I.search(query) is not None
+
+
+# What a person says when asking about something they told the agent to do or not to do.
+_TOLD = re.compile(
+    r"\b(?:tell|told|ask|asked|say|said|want|wanted|prefer|preferred|instruct(?:ed)?|remind(?:ed)?)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_instructions(query: str) -> bool:
+    """Whether the person asks what they told the agent ("Which library did I tell you to keep out
+    of the project?", "What did I say I prefer for logging?"): it says "I" and a verb of telling,
+    asking, wanting or preferring. "What did I break yesterday?" does not."""
+    return asked_as_the_person(query) and _TOLD.search(query) is not None

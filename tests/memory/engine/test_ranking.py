@@ -188,3 +188,47 @@ def test_only_the_word_i_makes_a_question_the_person_s():
     assert not questions.asked_as_the_person("What did you tell me about my cache?")
     assert not questions.asked_as_the_person("Which AI model did Iris pick?")
     assert not ranking.read_question("What did I say?", {"Dana"}, people=False, rules=PLAIN).asker
+
+
+# The person's instruction shares no word with the question, and the vectors put 70 test runs
+# before it; their request shares several of the question's words.
+TOLD = [
+    ("Dana", MAY, "Can you tell me which library the project uses for the store?"),
+    ("assistant", MAY, "The project keeps its state in a plain module, no library."),
+    ("Dana", MAY, "Please don't pull in Redux anywhere in runlog-app."),
+    *[("bash", JUNE, f"test run {n}: 12 passed") for n in range(80)],
+]
+TOLD_ROLES = {0: "user", 1: "assistant", 2: "user"} | {n: "tool" for n in range(3, 83)}
+
+
+def _order_told(text, rules):
+    """Where the request (0) and the instruction (2) come in the ranking."""
+    search = ListSearch(TOLD, roles=TOLD_ROLES, near=[[*range(3, 73), 2], []])
+    question = ranking.read_question(text, {"Dana"}, people=True, rules=rules)
+    ranked, _ = ranking.rank(search, question, limit=100, rules=rules, people=True, words=None)
+    order = [position for position, _ in ranked]
+    return order.index(0), order.index(20)
+
+
+def test_asking_what_the_person_told_the_agent_ranks_their_instructions_higher():
+    asked = "Which library did I tell you to keep out of the project?"
+    request, instruction = _order_told(asked, PLAIN.without(["instructions"]))
+    assert request < instruction  # by the question's words
+    request, instruction = _order_told(asked, PLAIN)
+    assert instruction < request
+    # A question that says "I" but asks about no instruction leaves the person's turns as they were.
+    request, instruction = _order_told("Which library did I pick for the project?", PLAIN)
+    assert request < instruction
+
+
+def test_only_a_verb_of_telling_makes_a_question_ask_for_instructions():
+    from memory.engine import questions
+
+    assert questions.asks_for_instructions("What did I say I prefer for logging?")
+    assert questions.asks_for_instructions("What did I ask you not to use for background jobs?")
+    assert questions.asks_for_instructions("What did I want the new module for?")
+    assert not questions.asks_for_instructions("What did I break yesterday?")
+    assert not questions.asks_for_instructions("What did you tell me about the cache?")  # no "I"
+    assert not ranking.read_question(
+        "What did I tell you?", {"Dana"}, people=True, rules=PLAIN.without(["instructions"])
+    ).instructions
