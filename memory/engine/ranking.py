@@ -150,8 +150,8 @@ class Search(Protocol):
         """The items nearest each of the first `rows` question vectors; raises EmbeddingUnavailable."""
         ...
 
-    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
-        """The items' own text."""
+    def texts(self, item_ids: Sequence[int], chars: int) -> dict[int, str]:
+        """The items' own text, its first `chars` characters (a tool output may be megabytes)."""
         ...
 
     def vocabulary(self) -> bm25.Index | None:
@@ -233,11 +233,9 @@ def positions(search: Search, ranking: Sequence[tuple[int, float]]) -> list[tupl
 def _instructions(search: Search, found: dict[int, Candidate]) -> frozenset[int]:
     """Of the candidates, the person's turns that read as a standing instruction."""
     theirs = [pk for pk, item in found.items() if item.role == "user"]
-    text_of = search.texts(theirs)
+    text_of = search.texts(theirs, INSTRUCTION_CHARS)
     return frozenset(
-        pk
-        for pk in theirs
-        if salience.instruction_score(text_of.get(pk, "")[:INSTRUCTION_CHARS]) >= salience.INSTRUCTION
+        pk for pk in theirs if salience.instruction_score(text_of.get(pk, "")) >= salience.INSTRUCTION
     )
 
 
@@ -259,8 +257,8 @@ def _boost(item: Candidate, question: Question, rules: Rules, instruction: bool 
 
 def _feedback_terms(search: Search, item_ids: Sequence[int], query: str) -> str:
     """Pseudo-relevance feedback: the commonest new words of the top keyword hits."""
-    text_of = search.texts(item_ids)
-    texts = [text_of.get(pk, "")[:FEEDBACK_CHARS] for pk in item_ids]
+    text_of = search.texts(item_ids, FEEDBACK_CHARS)
+    texts = [text_of.get(pk, "") for pk in item_ids]
     return " ".join(retrieval.feedback_terms(texts, query, limit=FEEDBACK_TERMS))
 
 

@@ -272,7 +272,7 @@ class KeywordCache(SessionCache[bm25.Index]):
     """Recently ranked sessions' BM25 indexes (engine/bm25.py), built from the same text FTS5
     indexes: each item's words and its context (speaker, date, the turn before)."""
 
-    table = "memory_item"
+    table = Item._meta.db_table
 
     def _row_bytes(self) -> int:
         return 600  # postings of ≈ 60 words a turn, measured ≈ 500 bytes
@@ -335,7 +335,7 @@ class ItemCache(SessionCache[dict[int, tuple[int, str, Any, Any, str]]]):
     compactions, and is `uncited_archived`'s (per version). A recall read them from 200 rows
     joined to their chunks, a tenth of its time at 5,000 turns."""
 
-    table = "memory_item"
+    table = Item._meta.db_table
 
     def _row_bytes(self) -> int:
         return 240  # measured 235: a dict entry, a tuple, an int and a time string; names shared

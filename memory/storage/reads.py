@@ -208,15 +208,17 @@ def pending_speakers(session_pk: int, kind: str) -> set[str]:
         return {name for (name,) in cursor.fetchall() if name}
 
 
-def item_texts(item_ids: Sequence[int]) -> dict[int, str]:
+def item_texts(item_ids: Sequence[int], *, chars: int) -> dict[int, str]:
+    """The items' text, its first `chars` characters: cut where it is stored, so a tool output of
+    megabytes is not read to use its start."""
     ids = [int(i) for i in item_ids]
     if not ids:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.id, c.text FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
+            "SELECT i.id, substr(c.text, 1, CAST(%s AS integer)) FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.id IN ({marks(ids)})",
-            ids,
+            [chars, *ids],
         )
         return {int(pk): text for pk, text in cursor.fetchall()}
 

@@ -68,10 +68,10 @@ class SessionSearch:
 
     @cached_property
     def items_state(self) -> tuple[int, int]:
-        """(items, newest id) of the session's kind: both caches over memory_item check their
-        freshness against it, read once per recall (a count over the session's items, ≈ 5 ms at
-        50,000)."""
-        return table_state(Item._meta.db_table, self.session_pk, self.kind)
+        """(items, newest id) of the session's kind: the keyword index and the item cache, both
+        over memory_item, check their freshness against it, read once per recall (a count over
+        the session's items, ≈ 5 ms at 50,000)."""
+        return table_state(item_cache.table, self.session_pk, self.kind)
 
     @cached_property
     def keyword_index(self) -> bm25.Index | None:
@@ -118,8 +118,8 @@ class SessionSearch:
             return found
         return with_unstored(found, self.unstored, queries, limit=limit, among=self.among)
 
-    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
-        return item_texts(item_ids)
+    def texts(self, item_ids: Sequence[int], chars: int) -> dict[int, str]:
+        return item_texts(item_ids, chars=chars)
 
     def vocabulary(self) -> bm25.Index | None:
         return self.keyword_index

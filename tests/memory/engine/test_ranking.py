@@ -40,8 +40,8 @@ class ListSearch:
         self.dense_rows.append(rows)
         return [[(pk, 1.0 - n / 10) for n, pk in enumerate(self.near[r])][:limit] for r in range(rows)]
 
-    def texts(self, item_ids: Sequence[int]) -> dict[int, str]:
-        return {pk: self.turns[pk][2] for pk in item_ids}
+    def texts(self, item_ids: Sequence[int], chars: int) -> dict[int, str]:
+        return {pk: self.turns[pk][2][:chars] for pk in item_ids}
 
     def vocabulary(self) -> bm25.Index | None:
         return self.index
