@@ -6,7 +6,8 @@ Specs (`OTTO_EMBEDDING_MODEL`):
   for the tokenizer), each verified by sha256 before loading. Works on a fresh machine with no network;
   measured best of what can be had offline (docs/decisions.md, foundation 3).
 - `fastembed:<model>[@<folder>]` — any fastembed model; with `@folder` loaded from a local folder,
-  otherwise downloaded once. Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
+  otherwise downloaded once. With a folder, a model fastembed does not list is described by the
+  folder's own files (an ONNX export of a sentence-transformers model). Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
 - `wordllama` — static 256-d embeddings whose weights ship inside the wheel; tiny and very fast.
 - `gemini:<model>` — hosted, through google-genai, when GEMINI_API_KEY is set: a network client, so
   it lives in memory/providers.py and registers itself in HOSTED.
@@ -17,6 +18,7 @@ Vectors are float32 and L2-normalised, so a dot product is the cosine similarity
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -153,6 +155,7 @@ class FastEmbedBackend:
                 }
                 if self.folder is not None:
                     kwargs["specific_model_path"] = str(self.folder)
+                    _describe_folder_model(self.model, self.folder)
                 else:
                     # Offline, the local cache only: never the hub's retry loop (fails in well under
                     # two seconds).
@@ -180,6 +183,46 @@ class FastEmbedBackend:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return normalise(np.array(list(engine.embed([self.query_prefix + t for t in texts]))))
+
+
+_described: set[str] = set()
+
+
+def _describe_folder_model(model: str, folder: Path) -> None:
+    """Tell fastembed how to run a model it does not list, from its folder's own files.
+
+    fastembed loads only the models it describes, folder or not; a sentence-transformers model
+    exported to ONNX (all-mpnet-base-v2, docs/recall.md) is described by its folder: the ONNX file,
+    the width in config.json, the pooling in 1_Pooling/config.json (mean where none is given).
+    """
+    if model in fastembed_models() or model in _described:
+        return
+    from fastembed import TextEmbedding
+    from fastembed.common.model_description import ModelSource, PoolingType
+
+    onnx = sorted(folder.glob("*.onnx")) or sorted(folder.glob("onnx/*.onnx"))
+    if not onnx:
+        raise EmbeddingUnavailable("its folder holds no .onnx file")
+    try:
+        width = int(json.loads((folder / "config.json").read_text())["hidden_size"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise EmbeddingUnavailable(f"its folder's config.json gives no hidden_size ({exc})") from exc
+    pooling = PoolingType.MEAN
+    pooling_file = folder / "1_Pooling" / "config.json"
+    if pooling_file.exists() and json.loads(pooling_file.read_text()).get("pooling_mode_cls_token"):
+        pooling = PoolingType.CLS
+    try:
+        TextEmbedding.add_custom_model(
+            model=model,
+            pooling=pooling,
+            normalization=True,
+            sources=ModelSource(hf=model),
+            dim=width,
+            model_file=str(onnx[0].relative_to(folder)),
+        )
+    except ValueError:
+        pass  # described already, by another thread or an earlier backend of this process
+    _described.add(model)
 
 
 @dataclass

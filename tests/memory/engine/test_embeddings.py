@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -154,3 +155,50 @@ def test_every_question_of_a_batch_gets_the_models_query_prefix(no_network):
     assert np.allclose(
         backend.embed_queries(questions), backend.embed_documents([prefix + q for q in questions]), atol=1e-4
     )
+
+
+def _copy_of_minilm(folder: Path, pooling: dict[str, bool] | None = None) -> Path:
+    folder.mkdir()
+    for path in SHARED_MINILM.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    if pooling is not None:
+        (folder / "1_Pooling").mkdir()
+        (folder / "1_Pooling" / "config.json").write_text(json.dumps(pooling))
+    return folder
+
+
+def test_a_model_fastembed_does_not_list_is_run_from_its_folder_mean_pooled(no_network, tmp_path):
+    # What a user does with an ONNX export of, say, all-mpnet-base-v2: fastembed lists no such model.
+    folder = _copy_of_minilm(tmp_path / "exported", {"pooling_mode_mean_tokens": True})
+    listed = build(f"fastembed:sentence-transformers/all-MiniLM-L6-v2@{SHARED_MINILM}")
+    unlisted = build(f"fastembed:local/minilm-export-mean@{folder}")
+
+    assert np.allclose(unlisted.embed_documents(SENTENCES), listed.embed_documents(SENTENCES), atol=1e-6)
+    assert unlisted.embed_query(SENTENCES[0]).shape == (384,)
+
+
+def test_an_unlisted_model_whose_folder_says_cls_pooling_is_cls_pooled(no_network, tmp_path):
+    folder = _copy_of_minilm(tmp_path / "exported", {"pooling_mode_cls_token": True})
+    vectors = build(f"fastembed:local/minilm-export-cls@{folder}").embed_documents(SENTENCES[:1])
+
+    # The first token's hidden state, computed here from the same ONNX file and tokenizer.
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()  # the file pads to 128, which one sentence alone does not need
+    ids = tokenizer.encode(SENTENCES[0]).ids
+    feed = {"input_ids": np.array([ids]), "attention_mask": np.ones((1, len(ids)), dtype=np.int64)}
+    feed["token_type_ids"] = np.zeros_like(feed["input_ids"])
+    hidden = onnxruntime.InferenceSession(str(folder / "model.onnx")).run(None, feed)[0]
+    cls = hidden[0, 0] / np.linalg.norm(hidden[0, 0])
+    assert np.allclose(vectors[0], cls, atol=1e-4)
+
+
+def test_an_unlisted_model_whose_folder_holds_no_onnx_file_is_refused_clearly(no_network, tmp_path):
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 384}))
+
+    with pytest.raises(EmbeddingUnavailable, match="its folder holds no .onnx file"):
+        build(f"fastembed:local/nothing-here@{folder}").embed_query("hello")
