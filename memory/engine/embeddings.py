@@ -7,7 +7,8 @@ Specs (`OTTO_EMBEDDING_MODEL`):
   measured best of what can be had offline (docs/decisions.md, foundation 3).
 - `fastembed:<model>[@<folder>]` — any fastembed model; with `@folder` loaded from a local folder,
   otherwise downloaded once. With a folder, a model fastembed does not list is described by the
-  folder's own files (an ONNX export of a sentence-transformers model). Offline it fails fast (HF_HUB_OFFLINE) instead of retrying for 40 s.
+  folder's own files (an ONNX export of a sentence-transformers model). Offline it fails fast
+  (HF_HUB_OFFLINE) instead of retrying for 40 s.
 - `wordllama` — static 256-d embeddings whose weights ship inside the wheel; tiny and very fast.
 - `gemini:<model>` — hosted, through google-genai, when GEMINI_API_KEY is set: a network client, so
   it lives in memory/providers.py and registers itself in HOSTED.
@@ -185,9 +186,6 @@ class FastEmbedBackend:
         return normalise(np.array(list(engine.embed([self.query_prefix + t for t in texts]))))
 
 
-_described: set[str] = set()
-
-
 def _describe_folder_model(model: str, folder: Path) -> None:
     """Tell fastembed how to run a model it does not list, from its folder's own files.
 
@@ -195,7 +193,7 @@ def _describe_folder_model(model: str, folder: Path) -> None:
     exported to ONNX (all-mpnet-base-v2, docs/recall.md) is described by its folder: the ONNX file,
     the width in config.json, the pooling in 1_Pooling/config.json (mean where none is given).
     """
-    if model in fastembed_models() or model in _described:
+    if model in fastembed_models():
         return
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
@@ -221,8 +219,7 @@ def _describe_folder_model(model: str, folder: Path) -> None:
             model_file=str(onnx[0].relative_to(folder)),
         )
     except ValueError:
-        pass  # described already, by another thread or an earlier backend of this process
-    _described.add(model)
+        pass  # fastembed's registry has it already: an earlier backend of this process described it
 
 
 @dataclass
