@@ -8,12 +8,15 @@ carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay
 
 from __future__ import annotations
 
+import json
 import re
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 CATEGORIES = {
@@ -265,3 +268,12 @@ def table(figures: dict[str, Any]) -> str:
             f = held[name]
             rows.append(f"{name:<12} {f['mean']:>6.1f}% {f['min']:>6.1f}% {f['max']:>6.1f}% {f['sd']:>6.1f}")
     return "\n".join(rows)
+
+
+def write(data: list[dict], out: str, split: str) -> str:
+    """Write a generated set (LoCoMo's format) to `out`; the line that says what it holds."""
+    Path(out).write_text(json.dumps(data, indent=1, ensure_ascii=False))
+    turns = sum(len(c.turns) for c in load(data))
+    counts = Counter(q["category"] for s in data for q in s["qa"])
+    per = ", ".join(f"{CATEGORIES[n]} {counts[n]}" for n in sorted(counts))
+    return f"{out}: {len(data)} sessions ({split}), {turns} turns, {sum(counts.values())} questions ({per})"

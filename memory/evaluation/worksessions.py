@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
+from memory.evaluation import generated
 from memory.evaluation import worksessions_facts as wf
 from memory.evaluation import worksessions_text as tx
 from memory.evaluation.worksessions_material import DOMAINS, PEOPLE, SMALL_TALK_ASSISTANT, SMALL_TALK_USER
@@ -30,9 +31,7 @@ SESSIONS = 21
 MIN_TURNS, MAX_TURNS = 300, 1000
 
 
-def in_holdout(number: int) -> bool:
-    """The split rule: every third session (3, 6, 9, …) is held out."""
-    return number % 3 == 0
+in_holdout = generated.in_holdout
 
 
 def _filler(rng: random.Random, ctx: tx.Ctx, tasks: list[str]) -> list[dict]:
@@ -170,16 +169,6 @@ def _place(rng: random.Random, episodes: list[list[dict]], facts: list[wf.Fact])
     return turns
 
 
-def _date(when: datetime) -> str:
-    """LoCoMo's form: "1:56 pm on 8 May, 2023"."""
-    hour = when.hour % 12 or 12
-    return f"{hour}:{when.minute:02d} {'am' if when.hour < 12 else 'pm'} on {when.day} {when.strftime('%B')}, {when.year}"
-
-
-def _day(when: datetime) -> str:
-    return f"{when.day} {when.strftime('%B')} {when.year}"
-
-
 def session(number: int) -> dict:
     """Session `number` as a LoCoMo sample (with per-turn role, name and date_time)."""
     rng = random.Random(f"{SEED}-{number}")
@@ -218,32 +207,15 @@ def session(number: int) -> dict:
         when = when.replace(hour=rng.randint(8, 14), minute=rng.randint(0, 59)) + timedelta(
             days=rng.randint(1, 5)
         )
-        conversation[f"session_{sitting}_date_time"] = _date(when)
+        conversation[f"session_{sitting}_date_time"] = generated.date_time(when)
         at, rows = when, []
         for k, turn in enumerate(turns[i : i + size], start=1):
             at += timedelta(seconds=rng.randint(5, 150))
-            turn["dia_id"], turn["_day"] = f"D{sitting}:{k}", _day(at)
-            rows.append(
-                {
-                    "speaker": turn["name"],
-                    "dia_id": turn["dia_id"],
-                    "text": turn["text"],
-                    "role": turn["role"],
-                    "name": turn["name"],
-                    "date_time": _date(at),
-                }
-            )
+            turn["dia_id"], turn["_day"] = f"D{sitting}:{k}", generated.day_of(at)
+            rows.append(generated.row(turn, at))
         conversation[f"session_{sitting}"] = rows
         i += size
-    qa = [
-        {
-            "question": f.question,
-            "answer": f.answer or f.evidence[0]["_day"],
-            "evidence": [t["dia_id"] for t in f.evidence],
-            "category": f.category,
-        }
-        for f in facts
-    ]
+    qa = generated.qa(facts)
     return {
         "sample_id": f"work-{number:02d}",
         "domain": domain["kind"],
@@ -254,7 +226,4 @@ def session(number: int) -> dict:
 
 def build(split: str = "all") -> list[dict]:
     """The sessions of a split: "dev", "holdout" or "all"."""
-    if split not in ("dev", "holdout", "all"):
-        raise ValueError(f"split must be dev, holdout or all, not {split!r}")
-    numbers = [n for n in range(1, SESSIONS + 1) if split == "all" or in_holdout(n) == (split == "holdout")]
-    return [session(n) for n in numbers]
+    return generated.build(split, SESSIONS, session)

@@ -8,9 +8,6 @@ tuning or for measuring while tuning.
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand
@@ -27,11 +24,4 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         data = worksessions.build(options["split"])
-        Path(options["out"]).write_text(json.dumps(data, indent=1, ensure_ascii=False))
-        turns = sum(len(c.turns) for c in locomo.load(data))
-        counts = Counter(q["category"] for s in data for q in s["qa"])
-        per = ", ".join(f"{locomo.CATEGORIES[n]} {counts[n]}" for n in sorted(counts))
-        self.stdout.write(
-            f"{options['out']}: {len(data)} sessions ({options['split']}), {turns} turns, "
-            f"{sum(counts.values())} questions ({per})"
-        )
+        self.stdout.write(locomo.write(data, options["out"], options["split"]))

@@ -1,0 +1,67 @@
+"""What the generated evaluation sets share (worksessions.py, assistant_sessions.py): the split
+rule, and how a turn, a day and the questions are written in LoCoMo's JSON format."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+SPLITS = ("dev", "holdout", "all")
+
+
+def in_holdout(number: int) -> bool:
+    """The split rule: every third session (3, 6, 9, …) is held out."""
+    return number % 3 == 0
+
+
+def build(split: str, sessions: int, session: Callable[[int], dict]) -> list[dict]:
+    """Sessions 1..`sessions` of a split: "dev", "holdout" or "all"."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be dev, holdout or all, not {split!r}")
+    return [
+        session(n) for n in range(1, sessions + 1) if split == "all" or in_holdout(n) == (split == "holdout")
+    ]
+
+
+def date_time(when: datetime) -> str:
+    """LoCoMo's form: "1:56 pm on 8 May, 2023"."""
+    hour = when.hour % 12 or 12
+    return f"{hour}:{when.minute:02d} {'am' if when.hour < 12 else 'pm'} on {when.day} {when.strftime('%B')}, {when.year}"
+
+
+def day_of(when: datetime) -> str:
+    """A temporal question's answer: the day of its evidence turn, "8 May 2023"."""
+    return f"{when.day} {when.strftime('%B')} {when.year}"
+
+
+def row(turn: dict[str, Any], at: datetime) -> dict[str, str]:
+    """A turn as the set writes it: speaker and name, its dialogue id, text, role and time."""
+    return {
+        "speaker": turn["name"],
+        "dia_id": turn["dia_id"],
+        "text": turn["text"],
+        "role": turn["role"],
+        "name": turn["name"],
+        "date_time": date_time(at),
+    }
+
+
+class Fact(Protocol):
+    category: int
+    question: str
+    answer: str
+    evidence: list[dict]
+
+
+def qa(facts: Iterable[Fact]) -> list[dict[str, Any]]:
+    """The questions, evidence by dialogue id; a temporal answer is its first evidence turn's day."""
+    return [
+        {
+            "question": f.question,
+            "answer": f.answer or f.evidence[0]["_day"],
+            "evidence": [t["dia_id"] for t in f.evidence],
+            "category": f.category,
+        }
+        for f in facts
+    ]

@@ -1,0 +1,27 @@
+"""`manage.py assistant_sessions --split dev|holdout|all --out FILE`: write the assistant sessions.
+
+The third evaluation set (memory/evaluation/assistant_sessions.py): 21 seeded sessions of a person
+and their personal assistant agent over many days, in LoCoMo's JSON format, for
+`manage.py eval_memory --data FILE`. Session n is in the holdout when n is divisible by 3 (3, 6, …,
+21), in dev otherwise; the holdout is not for tuning or for measuring while tuning.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand
+
+from memory.evaluation import assistant_sessions, locomo
+
+
+class Command(BaseCommand):
+    help = "Write the assistant sessions (a third evaluation set) as LoCoMo-format JSON."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--split", choices=["dev", "holdout", "all"], default="dev")
+        parser.add_argument("--out", required=True, help="the JSON file to write")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        data = assistant_sessions.build(options["split"])
+        self.stdout.write(locomo.write(data, options["out"], options["split"]))
