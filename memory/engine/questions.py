@@ -236,3 +236,17 @@ def asks_for_instructions(query: str) -> bool:
     of the project?", "What did I say I prefer for logging?"): it says "I" and a verb of telling,
     asking, wanting or preferring. "What did I break yesterday?" does not."""
     return asked_as_the_person(query) and _TOLD.search(query) is not None
+
+
+# What a question says when it asks what was decided ("What did we decide about migrations?", "What
+# did we settle on for background jobs?", "Which option did we go with?").
+_DECIDED = re.compile(
+    r"\b(?:decide[ds]?|decision|settle[ds]? on|agree[ds]? (?:on|to|about)|go with|went with|gone with|"
+    r"land(?:ed)? on|opt(?:ed)? for|cho(?:ose|se|sen)|pick(?:ed)?)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_decision(query: str) -> bool:
+    """Whether the question asks what was decided or chosen."""
+    return _DECIDED.search(query) is not None

@@ -224,3 +224,20 @@ def fact_score(sentence: str, people: frozenset[str] = frozenset()) -> float:
     if _CHATTER.match(sentence):
         score *= 0.5
     return score
+
+
+# --- decisions ------------------------------------------------------------------------------------
+
+# A turn that states or accepts a choice: "decision made: X", "let's go with X", "I'd lean to X",
+# "X instead of Y", "Agreed, go with your first option", "Fine by me".
+_DECISION = re.compile(
+    r"\b(?:decided|decision|settled? on|let['’]s (?:go with|use|do|stick with)|go(?:ing)? with|"
+    r"we['’]ll (?:go with|use|stick with)|lean(?:ing)? (?:to|towards)|options?|instead of|rather than|"
+    r"agreed|fine by me|sounds good|the plan is|opt(?:ed)? for|chose|chosen|picked)\b",
+    re.IGNORECASE,
+)
+
+
+def reads_as_decision(text: str) -> bool:
+    """Whether a turn states, proposes or accepts a choice."""
+    return _DECISION.search(text) is not None

@@ -13,7 +13,15 @@ Match = Literal["semantic", "keyword"]
 Mode = Literal["app", "conversation"]
 # The server's recall ranking rules (memory/engine/ranking.py), for `recall(rules_off=…)`.
 RuleName = Literal[
-    "feedback", "expansion", "first_person", "subject", "speaker_boost", "time_boost", "asker", "instructions"
+    "feedback",
+    "expansion",
+    "first_person",
+    "subject",
+    "speaker_boost",
+    "time_boost",
+    "asker",
+    "instructions",
+    "decisions",
 ]
 
 

@@ -232,3 +232,52 @@ def test_only_a_verb_of_telling_makes_a_question_ask_for_instructions():
     assert not ranking.read_question(
         "What did I tell you?", {"Dana"}, people=True, rules=PLAIN.without(["instructions"])
     ).instructions
+
+
+DECIDED = [
+    ("Dana", MAY, "Can you check the ingress logs for the edge proxy timeouts?"),
+    ("assistant", MAY, "The ingress logs show 3 proxy timeouts on the edge this morning."),
+    ("assistant", MAY, "Two options: ingress-nginx, or Traefik as before. I'd lean to ingress-nginx."),
+    ("Dana", MAY, "Agreed, go with your first option."),
+    *[("bash", JUNE, f"test run {n}: 12 passed") for n in range(80)],
+]
+DECIDED_ROLES = {0: "user", 1: "assistant", 2: "assistant", 3: "user"} | {n: "tool" for n in range(4, 84)}
+
+
+def _order_decided(text, rules):
+    """Where the two turns that mention the proxy (0, 1) and the two that settle it (2, 3) come."""
+    search = ListSearch(DECIDED, roles=DECIDED_ROLES, near=[[0, 1, *range(4, 24), 2, 3, *range(24, 74)], []])
+    question = ranking.read_question(text, {"Dana"}, people=True, rules=rules)
+    ranked, _ = ranking.rank(search, question, limit=100, rules=rules, people=True, words=None)
+    order = [position for position, _ in ranked]
+    return [order.index(n * 10) for n in range(4)]
+
+
+def test_asking_what_was_decided_ranks_the_turns_that_settled_it_higher():
+    asked = "What did we settle on for the edge proxy?"
+    mention, report, proposal, agreement = _order_decided(asked, PLAIN.without(["decisions"]))
+    assert max(mention, report) < min(proposal, agreement)  # by the question's words
+    mention, report, proposal, agreement = _order_decided(asked, PLAIN)
+    assert max(proposal, agreement) < min(mention, report)
+    # A question that asks no decision leaves them as they were.
+    mention, report, proposal, agreement = _order_decided("What happened to the edge proxy?", PLAIN)
+    assert max(mention, report) < min(proposal, agreement)
+
+
+def test_a_question_asks_for_a_decision_by_its_verb_and_a_turn_reads_as_one_by_its_words():
+    from memory.engine import questions, salience
+
+    for asked in (
+        "What did we decide about migrations?",
+        "What did we settle on for background jobs?",
+        "Which queue did we go with?",
+        "What did we agree on for the release?",
+    ):
+        assert questions.asks_for_decision(asked), asked
+    assert not questions.asks_for_decision("What did we change in the migrations?")
+    assert not ranking.read_question(
+        "What did we decide?", {"Dana"}, people=True, rules=PLAIN.without(["decisions"])
+    ).decision
+    assert salience.reads_as_decision("OK, decision made: pandera, not great_expectations.")
+    assert salience.reads_as_decision("Fine by me, let's go with Postgres.")
+    assert not salience.reads_as_decision("The ingress logs show 3 proxy timeouts.")
