@@ -17,9 +17,9 @@ from __future__ import annotations
 import random
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from memory.evaluation import assistant_sessions_material as m
+from memory.evaluation import generated
 from memory.evaluation.assistant_sessions_material import Life, bot, clock, price, tool, user
 
 MULTI_HOP, TEMPORAL, SINGLE_HOP, PARAPHRASE, FIRST_PERSON, DECISION = 1, 2, 4, 6, 7, 8
@@ -120,13 +120,7 @@ CHOICES = {
 }
 
 
-@dataclass
-class Fact:
-    category: int
-    question: str
-    answer: str
-    parts: list[list[dict]]
-    evidence: list[dict]
+Fact = generated.Fact
 
 
 def _pick(rng: random.Random, options: str) -> str:

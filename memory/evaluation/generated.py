@@ -4,8 +4,9 @@ rule, and how a turn, a day and the questions are written in LoCoMo's JSON forma
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 SPLITS = ("dev", "holdout", "all")
 
@@ -47,11 +48,16 @@ def row(turn: dict[str, Any], at: datetime) -> dict[str, str]:
     }
 
 
-class Fact(Protocol):
+@dataclass
+class Fact:
+    """A planted fact: its question and answer, the turns that say it (`parts`, one list a sitting)
+    and, of those, its evidence."""
+
     category: int
     question: str
     answer: str
-    evidence: list[dict]
+    parts: list[list[dict]]
+    evidence: list[dict] = field(default_factory=list)
 
 
 def qa(facts: Iterable[Fact]) -> list[dict[str, Any]]:

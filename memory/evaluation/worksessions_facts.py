@@ -11,19 +11,12 @@ one of the evidence turns. Standard library only.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 
+from memory.evaluation import generated
 from memory.evaluation import worksessions_text as tx
 from memory.evaluation.worksessions_material import ENVS, TEAMS
 
-
-@dataclass
-class Fact:
-    category: int
-    question: str
-    answer: str
-    parts: list[list[dict]]
-    evidence: list[dict] = field(default_factory=list)
+Fact = generated.Fact
 
 
 def user(ctx: tx.Ctx, text: str) -> dict:
