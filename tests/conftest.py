@@ -50,6 +50,7 @@ def _fresh_process_caches():
     storage.vector_cache.clear()
     storage.keyword_cache.clear()
     storage.item_cache.clear()
+    storage.turn_cache.clear()
     storage.clear_recall_indexes()
 
 

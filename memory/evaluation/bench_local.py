@@ -208,6 +208,7 @@ class LocalSections(Report):
         storage.vector_cache.clear()
         storage.keyword_cache.clear()
         storage.item_cache.clear()
+        storage.turn_cache.clear()
         cold = timed(lambda: recall(session, query=asked[0]))
         stats = latency([timed(partial(recall, session, query=q)) for q in asked[WARM_UP:]])
         # Compactions embed as they go, so the build time holds most of the embedding for big sizes.

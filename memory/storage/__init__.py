@@ -11,6 +11,8 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `caches.py`: the per-process `vector_cache`, `keyword_cache` and `item_cache` (the candidates'
   positions, speakers and times), within a memory budget; recall's per-generation indexes (which
   bullets cite a hash, the archived items no bullet cites, the archived items' speakers).
+- `turn_cache.py`: the per-process `turn_cache` of what assembly reads of a turn (role, text, hash,
+  tokens), and `window_turns`, which reads the windows' turns from it or from the database.
 - `search.py`: `SessionSearch`, one kind of one session as recall's ranking reads it.
 - `lookups.py`: the lookups every request makes (token, session, tier state), SQL written once.
 - `rows.py`, `sql.py`: engine values from rows; what the raw SQL shares (`Bounds`, the vendor).
@@ -29,6 +31,7 @@ from .fts import bm25_search, fts_delete, fts_index_many, fts_search, scope_of
 from .reads import (
     BULLET_FIELDS,
     SUBSTRING_BATCH,
+    bullet_sizes,
     item_rows,
     item_texts,
     items_within,
@@ -44,6 +47,7 @@ from .rows import bullet_from_row, bullet_row, item_from_row, moment, said_from_
 from .search import SessionSearch
 from .sql import NO_BOUNDS, Bounds
 from .tiers import DjangoTierStore
+from .turn_cache import turn_cache, window_turns
 from .vectors import (
     UnstoredVectors,
     ensure_vec_table,
@@ -60,6 +64,7 @@ from .vectors import (
 __all__ = [
     "UnstoredVectors",
     "BULLET_FIELDS",
+    "bullet_sizes",
     "NO_BOUNDS",
     "SUBSTRING_BATCH",
     "Bounds",
@@ -94,6 +99,7 @@ __all__ = [
     "sessions_missing_vectors",
     "substring_search",
     "turn_details",
+    "turn_cache",
     "turn_rows",
     "unembedded_items",
     "vec_delete",
@@ -101,5 +107,6 @@ __all__ = [
     "vec_search_each",
     "vec_tables",
     "vec_write",
+    "window_turns",
     "vector_cache",
 ]

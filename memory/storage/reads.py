@@ -81,16 +81,17 @@ def turn_rows(
 
 def turn_details(
     session_pk: int, kind: str, positions: Iterable[int]
-) -> dict[int, tuple[str, datetime | None, dict[str, Any]]]:
-    """position → (speaker's name, local time, meta) of the session's items of `kind` at
+) -> dict[int, tuple[str, datetime | None, dict[str, Any], bool]]:
+    """position → (speaker's name, local time, meta, pinned) of the session's items of `kind` at
     `positions`: read for the turns a recall returns only (a recall weighs ≈ 450 turns and returns
-    a tenth of them; decoding every one's meta and time was a sixth of its time)."""
+    a tenth of them; decoding every one's meta and time was a sixth of its time). The pin is read
+    here, not with the turns assembly weighs: it is the one of their fields that changes."""
     wanted = sorted(int(p) for p in positions)
     if not wanted:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.position, i.name, i.occurred_at, i.utc_offset, i.meta FROM memory_item i "
+            "SELECT i.position, i.name, i.occurred_at, i.utc_offset, i.meta, i.pinned FROM memory_item i "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({marks(wanted)})",
             [session_pk, kind, *wanted],
         )
@@ -100,8 +101,9 @@ def turn_details(
                 local_time(moment(when), offset),
                 # SQLite hands JSON back as text; psycopg decodes it
                 json.loads(meta) if isinstance(meta, str) else meta,
+                bool(pinned),
             )
-            for pos, name, when, offset, meta in cursor.fetchall()
+            for pos, name, when, offset, meta, pinned in cursor.fetchall()
         }
 
 
@@ -226,18 +228,41 @@ def item_texts(item_ids: Sequence[int], *, chars: int) -> dict[int, str]:
 BULLET_FIELDS = ("id", "text", "hash_refs", "generation", "protected", "pinned", "first_position", "tokens")
 
 
-def live_bullets(session_pk: int, kind: str, bullet_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """Of `bullet_ids`, the session's live bullets of `kind`, as dicts of BULLET_FIELDS."""
+def _live_bullet_rows(
+    session_pk: int,
+    kind: str,
+    bullet_ids: Iterable[int],
+    columns: Sequence[str],
+    max_tokens: int | None = None,
+) -> list[tuple[Any, ...]]:
+    """`columns` of those of `bullet_ids` that are the session's live bullets of `kind` (of at most
+    `max_tokens` tokens, when given)."""
     ids = [int(i) for i in bullet_ids]
     if not ids:
         return []
+    fits, params = ("", []) if max_tokens is None else (" AND tokens <= %s", [max_tokens])
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT {', '.join(BULLET_FIELDS)} FROM memory_bullet WHERE session_id = %s AND kind = %s "
-            f"AND superseded = %s AND id IN ({marks(ids)})",
-            [session_pk, kind, False, *ids],
+            f"SELECT {', '.join(columns)} FROM memory_bullet WHERE session_id = %s AND kind = %s "
+            f"AND superseded = %s{fits} AND id IN ({marks(ids)})",
+            [session_pk, kind, False, *params, *ids],
         )
-        rows = [dict(zip(BULLET_FIELDS, row, strict=True)) for row in cursor.fetchall()]
+        return cursor.fetchall()
+
+
+def bullet_sizes(
+    session_pk: int, kind: str, bullet_ids: Iterable[int], room: int
+) -> dict[int, tuple[int, int]]:
+    """Of `bullet_ids`, the session's live bullets of `kind` of at most `room` tokens: id →
+    (first position, tokens), without their text or citations."""
+    rows = _live_bullet_rows(session_pk, kind, bullet_ids, ("id", "first_position", "tokens"), room)
+    return {int(pk): (int(first), int(tokens)) for pk, first, tokens in rows}
+
+
+def live_bullets(session_pk: int, kind: str, bullet_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Of `bullet_ids`, the session's live bullets of `kind`, as dicts of BULLET_FIELDS."""
+    found = _live_bullet_rows(session_pk, kind, bullet_ids, BULLET_FIELDS)
+    rows = [dict(zip(BULLET_FIELDS, row, strict=True)) for row in found]
     for row in rows:
         if isinstance(row["hash_refs"], str):  # SQLite hands JSON back as text; psycopg decodes it
             row["hash_refs"] = json.loads(row["hash_refs"])
