@@ -185,7 +185,8 @@ def _bullets(
 
 
 # Query embeddings run here while the request's thread does the keyword searches: onnxruntime lets
-# go of the GIL, so on two cores the ≈ 3 ms of the query's embedding hides behind them.
+# go of the GIL, so on two cores they overlap (at 5,000 turns the embedding takes ≈ 6.7 ms beside
+# them against ≈ 4 ms alone, and still a recall is ≈ 1 ms faster than embedding first).
 _QUERY_EMBEDDERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
 
 
