@@ -188,7 +188,6 @@ class Turn:
     text: str
     hash: str
     tokens: int
-    pinned: bool = False  # carried to the answer, not ranked here
 
 
 @dataclass(slots=True)

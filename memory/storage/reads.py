@@ -52,7 +52,7 @@ def turn_rows(
     session_pk: int, kind: str, positions: Iterable[int], bounds: Bounds = NO_BOUNDS
 ) -> list[retrieval.Turn]:
     """The session's items of `kind` at `positions` (those inside `bounds`), as much of each as
-    recall's assembly reads: no name, time or meta (`turn_details` has them, for the few returned).
+    recall's assembly reads: no name, time, meta or pin (`turn_details` has them, for the few returned).
     """
     wanted = sorted(int(p) for p in positions)
     if not wanted:
@@ -60,7 +60,7 @@ def turn_rows(
     within, params = bounds.sql()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT i.position, i.role, c.text, c.hash, i.tokens, i.pinned "
+            "SELECT i.position, i.role, c.text, c.hash, i.tokens "
             "FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
             f"WHERE i.session_id = %s AND i.kind = %s AND i.position IN ({marks(wanted)}){within}",
             [session_pk, kind, *wanted, *params],
@@ -73,9 +73,8 @@ def turn_rows(
                 text=text,
                 hash=h,
                 tokens=int(tokens),
-                pinned=bool(pinned),
             )
-            for pos, role, text, h, tokens, pinned in cursor.fetchall()
+            for pos, role, text, h, tokens in cursor.fetchall()
         ]
 
 

@@ -76,7 +76,7 @@ def window_turns(
     session_pk: int, kind: str, positions: Iterable[int], bounds: Bounds, *, state: tuple[int, int]
 ) -> list[retrieval.Turn]:
     """The session's turns of `kind` at `positions` (those inside `bounds`), as assembly reads them
-    (`turn_rows`' fields, `pinned` left False: recall reads it with the returned turns' details).
+    (`turn_rows`' fields; a turn's pin is read with the returned turns' details).
     `state`: the items' `table_state`, read once per recall."""
     held = None if bounds else turn_cache.get(session_pk, kind, state=state)
     if held is None:

@@ -4,7 +4,6 @@ hold, a bounded recall or a session over the budget is read where it lives."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -48,9 +47,7 @@ def from_cache(session, wanted, bounds=NO_BOUNDS):
 
 
 def from_rows(session, wanted, bounds=NO_BOUNDS):
-    # The pin is read with the returned turns' details, not here.
-    turns = turn_rows(session.pk, "history", wanted, bounds)
-    return sorted((replace(t, pinned=False) for t in turns), key=lambda t: t.position)
+    return sorted(turn_rows(session.pk, "history", wanted, bounds), key=lambda t: t.position)
 
 
 def test_every_turn_is_the_database_s_and_a_long_one_is_read_not_held(session):
