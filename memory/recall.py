@@ -86,15 +86,17 @@ def _word_vectors(words: Sequence[str]) -> Vectors:
 
 
 def _semantic(
-    session: Session, search: SessionSearch, question: ranking.Question, rules: ranking.Rules
+    session: Session, search: SessionSearch, question: ranking.Question, rules: ranking.Rules, dim: int
 ) -> tuple[list[tuple[int, float]], str | None]:
     """engine/ranking.py's recipe for one kind, or BM25 alone when the session's vectors cannot
-    rank (no model, or vectors of several models), with the reason."""
+    rank (no model, or vectors of several models), with the reason. `dim`: the width of the
+    question's vectors, being embedded meanwhile (0: not known yet)."""
     try:
         why = _mixed_stamps(session, search.kind)
         if why is None:
             # Computed for this recall, not stored: a read writes nothing (the worker stores them).
             search.unstored = services.straggler_vectors(session=session, kind=search.kind)
+            search.read_vectors_ahead(dim)
     except EmbeddingUnavailable as exc:
         why = f"embedding model unavailable ({exc}); ranked by keywords only"
     if why is not None:
@@ -190,9 +192,9 @@ def _bullets(
 _QUERY_EMBEDDERS = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
 
 
-def _embed_queries_meanwhile(session: Session, queries: Sequence[str]) -> Callable[[], Vectors]:
+def _embed_queries_meanwhile(session: Session, queries: Sequence[str]) -> tuple[Callable[[], Vectors], int]:
     """Start embedding `queries` with the session's model, in one call; the callable waits for
-    the vectors (one row each).
+    the vectors (one row each). With it, their width (0 until the model has been loaded).
 
     It raises EmbeddingUnavailable when the model cannot be had, as embedding inline would.
     """
@@ -204,8 +206,8 @@ def _embed_queries_meanwhile(session: Session, queries: Sequence[str]) -> Callab
         def unavailable() -> Vectors:
             raise failure
 
-        return unavailable
-    return _QUERY_EMBEDDERS.submit(embedder.embed_queries, list(queries)).result
+        return unavailable, 0
+    return _QUERY_EMBEDDERS.submit(embedder.embed_queries, list(queries)).result, embedder.dim
 
 
 def recall(
@@ -254,11 +256,11 @@ def recall(
         }
         # The question and its first-person form in one model call (a batch of two costs ≈ 1.4 of
         # one), embedded on another thread while the keyword passes run; context reads the first row.
-        embedding = _embed_queries_meanwhile(session, asked.get("history", asked[kinds[0]]).asked)
+        embedding, dim = _embed_queries_meanwhile(session, asked.get("history", asked[kinds[0]]).asked)
         for k in kinds:
             searches[k].query_vectors = embedding
             searches[k].times_wanted = bool(asked[k].times)
-            ranked, why = _semantic(session, searches[k], asked[k], rules)
+            ranked, why = _semantic(session, searches[k], asked[k], rules, dim)
             if why is not None:
                 reasons.append(why)
                 ranked = ranked or searches[k].recent(policy_of.max_passages)

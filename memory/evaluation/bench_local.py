@@ -8,6 +8,7 @@ import io
 import os
 import pstats
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
@@ -210,7 +211,21 @@ class LocalSections(Report):
         storage.item_cache.clear()
         storage.turn_cache.clear()
         cold = timed(lambda: recall(session, query=asked[0]))
-        stats = latency([timed(partial(recall, session, query=q)) for q in asked[WARM_UP:]])
+        # Each recall beside its question embedded alone, as the recall embeds it, in alternating
+        # order: the machine's speed drifts over a run (the one-thread figure measured before the
+        # sessions were built has been 3.2 to 7.2 ms on one machine), so the ratio of a recall to
+        # the embedding it waits for is read from samples taken side by side.
+        embedder = embedding.embedder()
+        took: dict[str, list[float]] = {"recall": [], "embedding": []}
+        for n, q in enumerate(asked[WARM_UP:]):
+            pair: list[tuple[str, Callable[[], Any]]] = [
+                ("recall", partial(recall, session, query=q)),
+                ("embedding", partial(embedder.embed_query, q)),
+            ]
+            for name, call in pair if n % 2 else pair[::-1]:
+                took[name].append(timed(call))
+        stats = latency(took["recall"])
+        beside = latency(took["embedding"])
         # Compactions embed as they go, so the build time holds most of the embedding for big sizes.
         stats.update(
             {
@@ -221,6 +236,7 @@ class LocalSections(Report):
                 "live_bullets": bullets,
                 "protected_bullets": protected,
                 "first_recall_ms": round(cold * 1000, 1),
+                "query_embedding_beside_ms": beside["p50_ms"],
             }
         )
         self.line(
@@ -231,7 +247,8 @@ class LocalSections(Report):
             f"built in {built:.0f} s with compactions' embedding, "
             f"then {embedded:,} more embedded in {embed_s:.0f} s; "
             f"query embedded with {query_threads} thread(s) as in the web process; "
-            f"the first recall in a process (its caches cold) {cold * 1000:,.0f} ms",
+            f"the first recall in a process (its caches cold) {cold * 1000:,.0f} ms; "
+            f"its question embedded alone, between the recalls: p50 {beside['p50_ms']:.2f} ms",
         )
         if profile:
             # A second pass under the profiler, after the timed one: cProfile inflates what it times.

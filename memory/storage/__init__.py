@@ -9,8 +9,9 @@ stores it; vectors are written later, off the append path (`memory/recall.py`).
 - `fts.py`: the keyword index (FTS5 on SQLite, tsvector on PostgreSQL) and BM25 from the cache.
 - `vectors.py`: the sqlite-vec mirror of the vectors, vector search, items still unembedded.
 - `caches.py`: the per-process `vector_cache`, `keyword_cache` and `item_cache` (the candidates'
-  positions, speakers and times), within a memory budget; recall's per-generation indexes (which
-  bullets cite a hash, the archived items no bullet cites, the archived items' speakers).
+  positions, speakers and times), within a memory budget.
+- `recall_indexes.py`: recall's per-generation indexes (which bullets cite a hash, the archived
+  items no bullet cites, the archived items' speakers).
 - `turn_cache.py`: the per-process `turn_cache` of what assembly reads of a turn (role, text, hash,
   tokens), and `window_turns`, which reads the windows' turns from it or from the database.
 - `search.py`: `SessionSearch`, one kind of one session as recall's ranking reads it.
@@ -22,7 +23,6 @@ from .caches import (
     KeywordCache,
     SessionCache,
     VectorCache,
-    clear_recall_indexes,
     item_cache,
     keyword_cache,
     vector_cache,
@@ -43,6 +43,7 @@ from .reads import (
     turn_details,
     turn_rows,
 )
+from .recall_indexes import clear_recall_indexes
 from .rows import bullet_from_row, bullet_row, item_from_row, moment, said_from_sql, said_of
 from .search import SessionSearch
 from .sql import NO_BOUNDS, Bounds

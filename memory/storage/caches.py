@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Generic, TypeVar, TypeVarTuple
 
 import numpy as np
@@ -17,7 +16,7 @@ from ottoweb.heap import release_memory
 
 from ..engine import bm25
 from ..engine.retrieval import index_context
-from ..models import TIER_ARCHIVED, Bullet, Item
+from ..models import Item
 from .rows import said_from_sql
 
 T = TypeVar("T")
@@ -180,7 +179,11 @@ class _Matrix:
     vectors: np.ndarray
 
 
-class VectorCache(SessionCache[list[_Matrix], int]):
+# A session's vectors as VectorCache holds them: a large matrix and a tail of newer ones.
+VectorParts = list[_Matrix]
+
+
+class VectorCache(SessionCache[VectorParts, int]):
     """Recently searched sessions' vectors as float32 matrices (a large one and a tail of newer
     ones, merged when the tail passes a tenth).
 
@@ -199,16 +202,33 @@ class VectorCache(SessionCache[list[_Matrix], int]):
         found = self.search_each(session_pk, kind, query[np.newaxis, :], limit, among)
         return None if found is None else found[0]
 
+    def matrices(self, session_pk: int, kind: str, dim: int) -> VectorParts | None:
+        """The session's current vectors of width `dim` (after a freshness check), in parts; None
+        when the session does not fit."""
+        parts = self.get(session_pk, kind, dim)
+        # A session with no vectors of this kind yet holds an empty part with no width.
+        return None if parts is None else [p for p in parts if len(p.item_ids)]
+
     def search_each(
-        self, session_pk: int, kind: str, queries: np.ndarray, limit: int, among: np.ndarray | None = None
+        self,
+        session_pk: int,
+        kind: str,
+        queries: np.ndarray,
+        limit: int,
+        among: np.ndarray | None = None,
+        held: VectorParts | None = None,
     ) -> list[list[tuple[int, float]]] | None:
         """`search` for each row of `queries`, with one freshness check and one matrix product
         (a recall asks the question and its first-person form); None when the session does not fit.
-        Scores may differ from a lone search's in the last bit (another summation order)."""
-        parts = self.get(session_pk, kind, int(queries.shape[-1]))
+        `held`: `matrices` read by the caller already, of the queries' width. Scores may differ
+        from a lone search's in the last bit (another summation order)."""
+        dim = int(queries.shape[-1])
+        # Read again when held at another width, or empty (whose width cannot be told).
+        if not held or any(p.vectors.shape[1] != dim for p in held):
+            held = self.matrices(session_pk, kind, dim)
+        parts = held
         if parts is None:
             return None
-        parts = [p for p in parts if len(p.item_ids)]  # a session with no vectors of this kind yet
         if not parts:
             return [[] for _ in queries]
         item_ids = np.concatenate([p.item_ids for p in parts])
@@ -377,71 +397,3 @@ KEYWORD_STEP_TOKENS = 500_000
 vector_cache = VectorCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 keyword_cache = KeywordCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
 item_cache = ItemCache(settings.OTTO_VECTOR_CACHE_MB * 1024 * 1024)
-
-
-# Recall's per-generation indexes. Keyed by `recall_version` (a compaction replaces the live
-# bullets and bumps it), so a stale one is never read; each process holds the sixteen most recent.
-
-
-def hash_key(h: str) -> int:
-    """64 bits of a sha256 hex hash: they keep a 50,000-chunk session's citation index near 5 MB;
-    a collision would only let one uncited archived chunk through recall's stage 1, and its
-    bullets are checked against the full hash."""
-    return int(h[:16], 16)
-
-
-@lru_cache(maxsize=16)
-def citations(session_pk: int, kind: str, version: tuple[int, int]) -> dict[int, int | tuple[int, ...]]:
-    """Every hash key a live bullet cites → that bullet's id (ids, when several cite it).
-
-    One load per generation instead of one per recall: a person's turns stay live bullets
-    forever, 25,000 of them in a 50,000-turn session.
-    """
-    rows = Bullet.objects.filter(session_id=session_pk, kind=kind, superseded=False).values_list(
-        "pk", "hash_refs"
-    )
-    index: dict[int, int | tuple[int, ...]] = {}
-    for pk, refs in rows:
-        for h in refs:
-            key = hash_key(h)
-            seen = index.get(key)
-            if seen is None:
-                index[key] = pk
-            elif seen != pk:
-                index[key] = (*seen, pk) if isinstance(seen, tuple) else (seen, pk)
-    return index
-
-
-@lru_cache(maxsize=16)
-def uncited_archived(session_pk: int, kind: str, version: tuple[int, int]) -> frozenset[int]:
-    """Ids of the session's archived items of `kind` that no live bullet cites: the items of
-    history that are not recall's candidates (the live tiers and every cited item are). They only
-    change when a compaction archives more or a pin puts a turn back, which move the version on."""
-    cited = citations(session_pk, kind, version)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT i.id, c.hash FROM memory_item i JOIN memory_chunk c ON c.id = i.chunk_id "
-            "WHERE i.session_id = %s AND i.kind = %s AND i.tier = %s",
-            [session_pk, kind, TIER_ARCHIVED],
-        )
-        return frozenset(int(pk) for pk, h in cursor.fetchall() if hash_key(h) not in cited)
-
-
-@lru_cache(maxsize=256)
-def archived_speakers(session_pk: int, kind: str, version: tuple[int, ...]) -> frozenset[str]:
-    """The names of the session's archived items of `kind`: they only change when a compaction
-    archives more, which moves the version on."""
-    names = (
-        Item.objects.filter(session_id=session_pk, kind=kind, tier=TIER_ARCHIVED)
-        .exclude(name="")
-        .values_list("name", flat=True)
-        .distinct()
-    )
-    return frozenset(names)
-
-
-def clear_recall_indexes() -> None:
-    """Forget the per-generation indexes (tests, between databases)."""
-    citations.cache_clear()
-    uncited_archived.cache_clear()
-    archived_speakers.cache_clear()

@@ -12,7 +12,7 @@ import numpy as np
 from django.db import connection
 
 from ..engine.embeddings import Vectors, from_blob
-from .caches import best_of, vector_cache
+from .caches import VectorParts, best_of, vector_cache
 from .sql import NO_BOUNDS, Bounds, is_sqlite
 
 
@@ -100,11 +100,13 @@ def vec_search_each(
     limit: int,
     bounds: Bounds = NO_BOUNDS,
     among: np.ndarray | None = None,
+    held: VectorParts | None = None,
 ) -> list[list[tuple[int, float]]]:
     """`vec_search` for each row of `queries` (one question a row), one ranking per row: the
     session's vectors are looked up once — one freshness check of the cache, or one read of its
     vectors where there is no vector index to ask (PostgreSQL, a time window) instead of one per
-    question. Scores may differ from a lone search's in the last bit (numpy sums a matrix product
+    question. `held`: `vector_cache.matrices`, when the caller read them before it had the
+    queries. Scores may differ from a lone search's in the last bit (numpy sums a matrix product
     in another order than a matrix-vector one)."""
     from ..models import ItemVector
 
@@ -114,7 +116,7 @@ def vec_search_each(
         raise ValueError(f"queries: one row per question, got an array of shape {queries.shape}")
     dim = int(queries.shape[-1])
     if model is None:
-        found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None)
+        found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None, held)
         if found is not None:
             return found
     if is_sqlite() and not bounds:

@@ -47,6 +47,15 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
     figures = json.loads(target.read_text())
     assert sorted(figures["recall"]) == ["300"]
     assert figures["recall"]["300"]["first_recall_ms"] > 0
+    # The ratio is read against the question embedded alone between the recalls, both printed.
+    at_300 = figures["recall"]["300"]
+    assert at_300["query_embedding_beside_ms"] > 0
+    assert at_300["per_query_embedding"] == round(at_300["p50_ms"] / at_300["query_embedding_beside_ms"], 2)
+    assert [
+        line
+        for line in lines
+        if re.match(r"^recall p50 / query embedding p50 .*: [\d.]+× at 300 chunks", line)
+    ]
     for key in (
         "append_engine",
         "append_service",

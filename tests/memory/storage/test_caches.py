@@ -389,3 +389,26 @@ def test_one_recall_checks_the_items_freshness_once(embedded):
     assert len(freshness) == 1
     hits = [t["text"] for p in answer["results"]["history"] for t in p["turns"] if t["hit"]]
     assert hits[0] == FACT
+
+
+def test_vectors_read_ahead_of_the_question_rank_as_a_search_that_waits_reads_them(embedded, monkeypatch):
+    rows = services.session_embedder(embedded).embed_queries(["where do I keep the shed key?"])
+    waited = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
+    expected = waited.dense(1, 10)
+    ahead = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
+
+    ahead.read_vectors_ahead(int(rows.shape[1]))
+    # Once the question's vectors are in, the search reads nothing more of the session's vectors.
+    monkeypatch.setattr(vector_cache, "get", lambda *a, **k: pytest.fail("vectors read after the wait"))
+
+    assert ahead.dense(1, 10) == expected and len(expected) == 1 and len(expected[0]) == 10
+
+
+def test_vectors_read_ahead_at_another_width_are_read_again_at_the_question_s(embedded):
+    rows = services.session_embedder(embedded).embed_queries(["where do I keep the shed key?"])
+    expected = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows).dense(1, 10)
+    ahead = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
+
+    ahead.read_vectors_ahead(256)  # a width no vector of the session has: an empty read
+
+    assert ahead.dense(1, 10) == expected and len(expected[0]) == 10
