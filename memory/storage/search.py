@@ -52,8 +52,10 @@ class SessionSearch:
         self.unstored = unstored
         # Whether the candidates' times are read: only a question naming a time weighs them.
         self.times_wanted = True
-        # The session's vectors, read by `read_vectors_ahead` while the question is embedded.
+        # The session's vectors, read by `read_vectors_ahead` while the question is embedded, and
+        # whether that read found them too many for the cache (then `dense` does not ask it again).
         self._vectors: VectorParts | None = None
+        self._vectors_elsewhere = False
 
     @cached_property
     def version(self) -> tuple[int, int]:
@@ -108,6 +110,7 @@ class SessionSearch:
         it. `dim`: the question's vectors' width (0 when the model is not loaded yet)."""
         if dim > 0:
             self._vectors = vector_cache.matrices(self.session_pk, self.kind, dim)
+            self._vectors_elsewhere = self._vectors is None
 
     def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
         assert self.query_vectors is not None, "a dense search needs the question's vectors"
@@ -122,6 +125,7 @@ class SessionSearch:
             bounds=self.bounds,
             among=self.among,
             held=self._vectors,
+            cached=not self._vectors_elsewhere,
         )
         if self.unstored is None:
             return found

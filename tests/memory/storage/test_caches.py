@@ -412,3 +412,18 @@ def test_vectors_read_ahead_at_another_width_are_read_again_at_the_question_s(em
     ahead.read_vectors_ahead(256)  # a width no vector of the session has: an empty read
 
     assert ahead.dense(1, 10) == expected and len(expected[0]) == 10
+
+
+def test_a_session_found_too_big_ahead_is_searched_in_sqlite_vec_without_asking_the_cache_again(
+    embedded, monkeypatch
+):
+    rows = services.session_embedder(embedded).embed_queries(["where do I keep the shed key?"])
+    model = services.session_embedder(embedded).name
+    expected = vec_search(embedded.pk, "history", model, rows[0], limit=5)
+    monkeypatch.setattr(vector_cache, "budget", 10 * 384 * 4)  # room for ten vectors of sixty
+    ahead = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
+
+    ahead.read_vectors_ahead(int(rows.shape[1]))
+    monkeypatch.setattr(vector_cache, "get", lambda *a, **k: pytest.fail("the cache asked twice"))
+
+    assert [pk for pk, _ in ahead.dense(1, 5)[0]] == [pk for pk, _ in expected] and len(expected) == 5
