@@ -179,11 +179,7 @@ class _Matrix:
     vectors: np.ndarray
 
 
-# A session's vectors as VectorCache holds them: a large matrix and a tail of newer ones.
-VectorParts = list[_Matrix]
-
-
-class VectorCache(SessionCache[VectorParts, int]):
+class VectorCache(SessionCache[list[_Matrix], int]):
     """Recently searched sessions' vectors as float32 matrices (a large one and a tail of newer
     ones, merged when the tail passes a tenth).
 
@@ -202,13 +198,6 @@ class VectorCache(SessionCache[VectorParts, int]):
         found = self.search_each(session_pk, kind, query[np.newaxis, :], limit, among)
         return None if found is None else found[0]
 
-    def matrices(self, session_pk: int, kind: str, dim: int) -> VectorParts | None:
-        """The session's current vectors of width `dim` (after a freshness check), in parts; None
-        when the session does not fit."""
-        parts = self.get(session_pk, kind, dim)
-        # A session with no vectors of this kind yet holds an empty part with no width.
-        return None if parts is None else [p for p in parts if len(p.item_ids)]
-
     def search_each(
         self,
         session_pk: int,
@@ -216,19 +205,16 @@ class VectorCache(SessionCache[VectorParts, int]):
         queries: np.ndarray,
         limit: int,
         among: np.ndarray | None = None,
-        held: VectorParts | None = None,
+        state: tuple[int, int] | None = None,
     ) -> list[list[tuple[int, float]]] | None:
-        """`search` for each row of `queries`, with one freshness check and one matrix product
-        (a recall asks the question and its first-person form); None when the session does not fit.
-        `held`: `matrices` read by the caller already, of the queries' width. Scores may differ
-        from a lone search's in the last bit (another summation order)."""
-        dim = int(queries.shape[-1])
-        # Read again when held at another width, or empty (whose width cannot be told).
-        if not held or any(p.vectors.shape[1] != dim for p in held):
-            held = self.matrices(session_pk, kind, dim)
-        parts = held
+        """`search` for each row of `queries`, with one freshness check (none when the caller
+        read the table's `state`) and one matrix product (a recall asks the question and its
+        first-person form); None when the session does not fit. Scores may differ from a lone
+        search's in the last bit (another summation order)."""
+        parts = self.get(session_pk, kind, int(queries.shape[-1]), state=state)
         if parts is None:
             return None
+        parts = [p for p in parts if len(p.item_ids)]  # a session with no vectors of this kind yet
         if not parts:
             return [[] for _ in queries]
         item_ids = np.concatenate([p.item_ids for p in parts])

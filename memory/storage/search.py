@@ -14,7 +14,7 @@ from ..engine import bm25
 from ..engine.embeddings import Vectors
 from ..engine.ranking import Candidate, positions
 from ..models import TIER_X, TIER_Y, Item, local_time
-from .caches import VectorParts, item_cache, keyword_cache, table_state, vector_cache
+from .caches import item_cache, keyword_cache, table_state, vector_cache
 from .fts import bm25_search, fts_search
 from .reads import item_rows, item_texts, items_within, pending_speakers, recall_version, substring_search
 from .recall_indexes import archived_speakers, citations, hash_key, uncited_archived
@@ -52,10 +52,6 @@ class SessionSearch:
         self.unstored = unstored
         # Whether the candidates' times are read: only a question naming a time weighs them.
         self.times_wanted = True
-        # The session's vectors, read by `read_vectors_ahead` while the question is embedded, and
-        # whether that read found them too many for the cache (then `dense` does not ask it again).
-        self._vectors: VectorParts | None = None
-        self._vectors_elsewhere = False
 
     @cached_property
     def version(self) -> tuple[int, int]:
@@ -69,6 +65,11 @@ class SessionSearch:
         over memory_item, check their freshness against it, read once per recall (a count over
         the session's items, ≈ 5 ms at 50,000)."""
         return table_state(item_cache.table, self.session_pk, self.kind)
+
+    @cached_property
+    def vectors_state(self) -> tuple[int, int]:
+        """(vectors, newest id) of the session's kind: the vector cache's freshness, read once."""
+        return table_state(vector_cache.table, self.session_pk, self.kind)
 
     @cached_property
     def keyword_index(self) -> bm25.Index | None:
@@ -107,10 +108,10 @@ class SessionSearch:
     def read_vectors_ahead(self, dim: int) -> None:
         """Check the vector cache's freshness (a count over the session's vectors, ≈ 0.5 ms at
         5,000) now, while another thread embeds the question, not after `dense` has waited for
-        it. `dim`: the question's vectors' width (0 when the model is not loaded yet)."""
+        it, and take in the vectors written since the last recall. `dim`: the question's vectors'
+        width (0 when the model is not loaded yet)."""
         if dim > 0:
-            self._vectors = vector_cache.matrices(self.session_pk, self.kind, dim)
-            self._vectors_elsewhere = self._vectors is None
+            vector_cache.get(self.session_pk, self.kind, dim, state=self.vectors_state)
 
     def dense(self, rows: int, limit: int) -> list[list[tuple[int, float]]]:
         assert self.query_vectors is not None, "a dense search needs the question's vectors"
@@ -124,8 +125,7 @@ class SessionSearch:
             limit=limit,
             bounds=self.bounds,
             among=self.among,
-            held=self._vectors,
-            cached=not self._vectors_elsewhere,
+            state=self.vectors_state,
         )
         if self.unstored is None:
             return found

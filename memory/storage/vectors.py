@@ -12,7 +12,7 @@ import numpy as np
 from django.db import connection
 
 from ..engine.embeddings import Vectors, from_blob
-from .caches import VectorParts, best_of, vector_cache
+from .caches import best_of, vector_cache
 from .sql import NO_BOUNDS, Bounds, is_sqlite
 
 
@@ -100,14 +100,13 @@ def vec_search_each(
     limit: int,
     bounds: Bounds = NO_BOUNDS,
     among: np.ndarray | None = None,
-    held: VectorParts | None = None,
-    cached: bool = True,
+    state: tuple[int, int] | None = None,
 ) -> list[list[tuple[int, float]]]:
     """`vec_search` for each row of `queries` (one question a row), one ranking per row: the
     session's vectors are looked up once — one freshness check of the cache, or one read of its
     vectors where there is no vector index to ask (PostgreSQL, a time window) instead of one per
-    question. `held`: `vector_cache.matrices`, when the caller read them before it had the
-    queries; `cached` False: that read found the session too big for the cache. Scores may differ from a lone search's in the last bit (numpy sums a matrix product
+    question. `state`: the vector table's `table_state` for the session, when the caller has read
+    it (the cache then checks its freshness without a query). Scores may differ from a lone search's in the last bit (numpy sums a matrix product
     in another order than a matrix-vector one)."""
     from ..models import ItemVector
 
@@ -116,8 +115,8 @@ def vec_search_each(
         # A 1-D vector sliced as rows would be `dim` questions of one number each, found nowhere.
         raise ValueError(f"queries: one row per question, got an array of shape {queries.shape}")
     dim = int(queries.shape[-1])
-    if model is None and cached:
-        found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None, held)
+    if model is None:
+        found = vector_cache.search_each(session_pk, kind, queries, limit, among if bounds else None, state)
         if found is not None:
             return found
     if is_sqlite() and not bounds:

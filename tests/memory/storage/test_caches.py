@@ -391,6 +391,11 @@ def test_one_recall_checks_the_items_freshness_once(embedded):
     assert hits[0] == FACT
 
 
+def vector_table_reads(captured):
+    """The statements that read the vectors' table itself (its count, its rows), not sqlite-vec's."""
+    return [q["sql"] for q in captured.captured_queries if "memory_itemvector" in q["sql"]]
+
+
 def test_vectors_read_ahead_of_the_question_rank_as_a_search_that_waits_reads_them(embedded, monkeypatch):
     rows = services.session_embedder(embedded).embed_queries(["where do I keep the shed key?"])
     waited = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
@@ -399,9 +404,11 @@ def test_vectors_read_ahead_of_the_question_rank_as_a_search_that_waits_reads_th
 
     ahead.read_vectors_ahead(int(rows.shape[1]))
     # Once the question's vectors are in, the search reads nothing more of the session's vectors.
-    monkeypatch.setattr(vector_cache, "get", lambda *a, **k: pytest.fail("vectors read after the wait"))
+    with CaptureQueriesContext(connection) as after_the_wait:
+        found = ahead.dense(1, 10)
 
-    assert ahead.dense(1, 10) == expected and len(expected) == 1 and len(expected[0]) == 10
+    assert vector_table_reads(after_the_wait) == []
+    assert found == expected and len(expected) == 1 and len(expected[0]) == 10
 
 
 def test_vectors_read_ahead_at_another_width_are_read_again_at_the_question_s(embedded):
@@ -424,6 +431,8 @@ def test_a_session_found_too_big_ahead_is_searched_in_sqlite_vec_without_asking_
     ahead = SessionSearch(embedded.pk, "history", query_vectors=lambda: rows)
 
     ahead.read_vectors_ahead(int(rows.shape[1]))
-    monkeypatch.setattr(vector_cache, "get", lambda *a, **k: pytest.fail("the cache asked twice"))
+    with CaptureQueriesContext(connection) as after_the_wait:
+        found = ahead.dense(1, 5)
 
-    assert [pk for pk, _ in ahead.dense(1, 5)[0]] == [pk for pk, _ in expected] and len(expected) == 5
+    assert vector_table_reads(after_the_wait) == []  # the cache was not asked again
+    assert [pk for pk, _ in found[0]] == [pk for pk, _ in expected] and len(expected) == 5
