@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -355,3 +356,47 @@ def to_blob(vector: Vectors) -> bytes:
 
 def from_blob(blob: bytes) -> Vectors:
     return np.frombuffer(blob, dtype=np.float32)
+
+
+class RecentDocuments:
+    """The vectors of the documents embedded lately, by model and text (a bounded, thread-safe LRU).
+
+    A recall embeds, for itself and unstored, the few newest turns that have no vector yet; until
+    they are stored (the worker, seconds later; in inline mode the append that makes a batch) every
+    recall would embed the same turns again — up to RECALL_EMBED_LIMIT documents a recall, tens of
+    milliseconds each. Keyed by the text's digest, so a vector is only ever the model's own for
+    exactly that text.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._vectors: OrderedDict[tuple[str, bytes], Vectors] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def embed_documents(self, embedder: Embedder, texts: Sequence[str], *, keep: bool = True) -> Vectors:
+        """The texts' vectors, embedding only those not held. `keep=False` is for vectors about to be
+        stored: the held ones are handed over and let go, the new ones not kept."""
+        keys = [(embedder.name, hashlib.blake2b(t.encode(), digest_size=16).digest()) for t in texts]
+        with self._lock:
+            if keep:
+                known = {k: self._vectors[k] for k in keys if k in self._vectors}
+                for k in known:
+                    self._vectors.move_to_end(k)
+            else:
+                known = {k: self._vectors.pop(k) for k in keys if k in self._vectors}
+        missing = [i for i, k in enumerate(keys) if k not in known]
+        if missing:
+            fresh = embedder.embed_documents([texts[i] for i in missing])
+            with self._lock:
+                for i, vector in zip(missing, fresh, strict=True):
+                    known[keys[i]] = np.array(vector, dtype=np.float32)
+                    if keep:
+                        self._vectors[keys[i]] = known[keys[i]]
+                while len(self._vectors) > self.capacity:
+                    self._vectors.popitem(last=False)
+        return np.stack([known[k] for k in keys]) if keys else np.zeros((0, embedder.dim), np.float32)
+
+
+# The stragglers' vectors a recall computed for itself (memory/services/embedding.py): the recalls
+# after it, and in inline mode the append that stores them, take them from here.
+recent_documents = RecentDocuments()

@@ -29,6 +29,7 @@ from ..engine.embeddings import (
     canonical,
     get_embedder,
     loaded_embedder,
+    recent_documents,
     to_blob,
 )
 from ..engine.retrieval import dense_text
@@ -119,14 +120,18 @@ def embed_items(
     return _embed(session, kind, unembedded_items(session.pk, kind, newest=newest, limit=limit), progress)
 
 
-def _embed(session: Session, kind: str, ids: list[int], progress: Any = None) -> int:
+def _embed(session: Session, kind: str, ids: list[int], progress: Any = None, *, recent: bool = False) -> int:
+    """`recent`: take what a recall in this process embedded for itself (inline mode's appends)."""
     if not ids:
         return 0  # nothing to embed: no model to load
     embedder = session_embedder(session)
     done = 0
     for start in range(0, len(ids), EMBED_BATCH):
         rows, texts = _dense_texts(session, kind, ids[start : start + EMBED_BATCH])
-        vectors = embedder.embed_documents(texts)
+        if recent:
+            vectors = recent_documents.embed_documents(embedder, texts, keep=False)
+        else:
+            vectors = embedder.embed_documents(texts)
         with transaction.atomic():
             if not _still_stamped(session, embedder.name):
                 break  # a reembed switched the model meanwhile: its own pass writes the new vectors
@@ -281,14 +286,15 @@ def straggler_vectors(*, session: Session, kind: str) -> UnstoredVectors | None:
     among the newest RECALL_EMBED_WINDOW, in position order; None when there are none.
 
     A read writes nothing: storing vectors is the worker's (or, in inline mode, the append's), so
-    a recall neither takes the write lock nor races a reembed. A straggler past the limit is still
-    found by its words. Raises EmbeddingUnavailable when there are stragglers and no model.
+    a recall neither takes the write lock nor races a reembed; what it computed is kept in this
+    process's memory for the recalls after it. A straggler past the limit is still found by its
+    words. Raises EmbeddingUnavailable when there are stragglers and no model.
     """
     ids = unembedded_items(session.pk, kind, newest=RECALL_EMBED_WINDOW, limit=None)[-RECALL_EMBED_LIMIT:]
     if not ids:
         return None  # the usual case: no model to load
     rows, texts = _dense_texts(session, kind, ids)
-    vectors = np.asarray(session_embedder(session).embed_documents(texts), dtype=np.float32)
+    vectors = recent_documents.embed_documents(session_embedder(session), texts)
     return UnstoredVectors(np.fromiter((r.pk for r in rows), dtype=np.int64, count=len(rows)), vectors)
 
 
@@ -300,13 +306,13 @@ def embed_appended(session: Session, kinds: Iterable[str], count: int) -> None:
     at any moment than a recall embeds for itself, so every turn is ranked by meaning. It looks at
     the newest `count` + RECALL_EMBED_WINDOW items, so the next append makes up for one whose
     vectors failed (no model, a full disk); an error is logged, never raised (the append is
-    acknowledged already)."""
+    acknowledged already). Turns a recall has embedded for itself meanwhile are not embedded again."""
     if settings.OTTO_COMPACTION == "job":
         return
     for kind in kinds:
         waiting = unembedded_items(session.pk, kind, newest=count + RECALL_EMBED_WINDOW, limit=None)
         if len(waiting) >= RECALL_EMBED_LIMIT:
-            _quietly(session, partial(_embed, session, kind, waiting))
+            _quietly(session, partial(_embed, session, kind, waiting, recent=True))
 
 
 def embed_quietly(session: Session, kind: str) -> None:

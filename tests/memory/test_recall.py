@@ -4,6 +4,7 @@ import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from memory import services
@@ -301,6 +302,47 @@ def test_a_straggler_the_worker_has_not_embedded_yet_is_ranked_by_meaning(alice,
     assert not ItemVector.objects.filter(session=session).exists()
 
 
+def documents_embedded(monkeypatch) -> list[str]:
+    """Every text the sessions' own (real) model embeds as a document from now on."""
+    real = services.embedding.session_embedder
+    embedded: list[str] = []
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner, self.name, self.dim = inner, inner.name, inner.dim
+
+        def embed_documents(self, texts):
+            embedded.extend(texts)
+            return self.inner.embed_documents(texts)
+
+        def __getattr__(self, attribute):
+            return getattr(self.inner, attribute)
+
+    monkeypatch.setattr(services.embedding, "session_embedder", lambda s: Counting(real(s)))
+    return embedded
+
+
+def test_a_recall_before_the_stragglers_are_stored_reuses_what_the_last_one_embedded(
+    alice, alice_api, settings, monkeypatch
+):
+    """A recall embeds the newest vector-less turns for itself; the next one, before the worker has
+    stored them, embeds none of them again and answers the same."""
+    settings.OTTO_COMPACTION = "job"
+    session = services.create_session(user=alice, sid="twice")
+    fill(session, [*synthetic_turns(30, seed=23), ("user", FACT + " (twice)")])
+    embedded = documents_embedded(monkeypatch)
+    question = "Which Icelandic city does my sibling live in nowadays?"
+
+    first = recall(alice_api, "twice", query=question)
+    after_first = len(embedded)
+    second = recall(alice_api, "twice", query=question)
+
+    assert after_first == services.RECALL_EMBED_LIMIT
+    assert len(embedded) == after_first
+    assert second["results"] == first["results"]
+    assert not ItemVector.objects.filter(session=session).exists()
+
+
 def test_inline_appends_store_vectors_a_batch_at_a_time_so_no_more_wait_than_a_recall_embeds(alice):
     """With no worker the append writes the vectors, RECALL_EMBED_LIMIT turns per model call."""
     session = services.create_session(user=alice, sid="inline", x_budget=100_000, y_budget=100_000)
@@ -314,6 +356,26 @@ def test_inline_appends_store_vectors_a_batch_at_a_time_so_no_more_wait_than_a_r
     assert stored[limit - 1] == limit
     assert stored[-1] == 3 * limit
     assert all(appended - n < limit for appended, n in enumerate(stored, start=1))
+
+
+def test_an_inline_append_stores_what_a_recall_embedded_for_itself_without_embedding_it_again(
+    alice, alice_api, monkeypatch
+):
+    session = services.create_session(user=alice, sid="handover", x_budget=100_000, y_budget=100_000)
+    limit = services.RECALL_EMBED_LIMIT
+    fill(session, synthetic_turns(limit - 1, seed=29))  # one short of a batch: nothing stored yet
+    real = services.embedding.session_embedder
+    embedded = documents_embedded(monkeypatch)
+    recall(alice_api, "handover", query="when is the pottery class?")
+    assert len(embedded) == limit - 1 and not ItemVector.objects.filter(session=session).exists()
+
+    fill(session, [("user", "The handover note: pottery moved to Thursdays.")])
+
+    assert len(embedded) == limit  # the batch store embedded the new turn only
+    stored = ItemVector.objects.filter(session=session).order_by("item__position")
+    assert stored.count() == limit
+    again = real(session).embed_documents(embedded[:1])[0]
+    assert np.allclose(np.frombuffer(stored[0].vector, dtype=np.float32), again, atol=1e-5)
 
 
 def test_an_inline_append_whose_vectors_failed_is_made_up_by_the_next(alice, monkeypatch):

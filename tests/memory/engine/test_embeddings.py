@@ -11,6 +11,7 @@ from memory.engine.embeddings import (
     MINILM_STAMP,
     EmbeddingUnavailable,
     FastEmbedBackend,
+    RecentDocuments,
     WordLlamaBackend,
     assemble_minilm_folder,
     build,
@@ -202,3 +203,38 @@ def test_an_unlisted_model_whose_folder_holds_no_onnx_file_is_refused_clearly(no
 
     with pytest.raises(EmbeddingUnavailable, match="its folder holds no .onnx file"):
         build(f"fastembed:local/nothing-here@{folder}").embed_query("hello")
+
+
+def test_recent_documents_embed_each_text_once_per_model_in_order_and_stay_bounded():
+    model = WordLlamaBackend()
+    calls: list[list[str]] = []
+
+    class Counting:
+        name, dim = model.name, 256
+
+        def embed_documents(self, texts):
+            calls.append(list(texts))
+            return model.embed_documents(texts)
+
+    class Renamed(Counting):
+        name = "another:model"
+
+    recent = RecentDocuments(capacity=3)
+    first = recent.embed_documents(Counting(), SENTENCES[:2])
+    again = recent.embed_documents(Counting(), [SENTENCES[2], SENTENCES[0]])
+
+    assert calls == [SENTENCES[:2], [SENTENCES[2]]]  # only the new text goes to the model
+    assert np.array_equal(first, model.embed_documents(SENTENCES[:2]))
+    assert np.array_equal(again, model.embed_documents([SENTENCES[2], SENTENCES[0]]))
+    recent.embed_documents(Renamed(), SENTENCES[:1])  # another model's vector is its own
+    assert calls[-1] == SENTENCES[:1]
+    # Capacity 3: the least recently used (SENTENCES[1]) left; SENTENCES[0] was used since.
+    recent.embed_documents(Counting(), [SENTENCES[0], SENTENCES[1]])
+    assert calls[-1] == [SENTENCES[1]]
+    assert recent.embed_documents(Counting(), []).shape == (0, 256)
+    # Taken to be stored: a held vector is handed over and let go, a new one is not kept.
+    taken = recent.embed_documents(Counting(), ["A new sentence.", SENTENCES[0]], keep=False)
+    assert calls[-1] == ["A new sentence."]
+    assert np.array_equal(taken, model.embed_documents(["A new sentence.", SENTENCES[0]]))
+    recent.embed_documents(Counting(), ["A new sentence.", SENTENCES[0]])
+    assert calls[-1] == ["A new sentence.", SENTENCES[0]]
