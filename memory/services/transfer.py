@@ -371,33 +371,31 @@ def import_session(*, user: User, document: Any, sid: str | None = None) -> Sess
             protected_share=meta["protected_share"],
         )
         texts = {c["hash"]: c["text"] for c in doc["chunks"]} | {p["hash"]: p["text"] for p in doc["pending"]}
-        store = DjangoTierStore(session)
-        chunk_of: dict[str, Any] = {}
+        tokens_of: dict[str, int] = {}
+        placed = []
         rows = [(p, p["tier"]) for p in doc["pending"]] + [(a, "a") for a in doc["archive"]]
         for entry, tier in sorted(rows, key=lambda r: (r[0]["kind"], r[0]["position"])):
             h = entry["hash"]
-            if h not in chunk_of:
-                chunk_of[h] = store.chunk_for(
-                    Draft(role=entry["role"], text=texts[h], hash=h, tokens=tok.count_tokens(texts[h]))
-                )
+            if h not in tokens_of:
+                tokens_of[h] = tok.count_tokens(texts[h])
             # A version 1 document says nothing of when: its turns happened when they arrive.
             when = entry.get("occurred_at") or timezone.now()
-            item = Item.objects.create(
+            row = Item(
                 session=session,
                 kind=entry["kind"],
                 position=entry["position"],
-                chunk=chunk_of[h],
                 role=entry["role"],
                 tier=tier,
                 protected=entry["protected"],
-                tokens=chunk_of[h].tokens,
+                tokens=tokens_of[h],
                 meta=entry["meta"],
                 pinned=entry["pinned"],
                 name=entry.get("name", ""),
                 occurred_at=when,
                 utc_offset=offset_minutes(when),
             )
-            store.index_item(item, texts[h])
+            placed.append((row, Draft(role=entry["role"], text=texts[h], hash=h, tokens=tokens_of[h])))
+        DjangoTierStore(session).write_items(placed)
         Bullet.objects.bulk_create(
             [
                 bullet_row(

@@ -57,6 +57,15 @@ class DjangoTierStore:
         pending, self._pending = self._pending, []
         if not pending:
             return
+        self.write_items(pending)
+        for kind in {row.kind for row, _ in pending}:
+            state = self._locked[kind]
+            TierState.objects.filter(pk=state.pk).update(next_position=state.next_position)
+
+    def write_items(self, pending: Sequence[tuple[ItemRow, Draft]]) -> None:
+        """Write item rows, in position order, with the chunks the session lacks and their keyword
+        index entries: a few statements for the lot. Positions are the caller's (`flush`, an
+        import); the caller holds the transaction."""
         drafts = {draft.hash: draft for _, draft in pending}
         hashes = list(drafts)
         chunks = lookups.chunk_ids(self.session.pk, hashes)
@@ -75,9 +84,6 @@ class DjangoTierStore:
             entries.append(self._index_entry(row, draft.text))
             self._last[row.kind] = (row, draft.text)
         fts_index_many(entries)
-        for kind in {row.kind for row, _ in pending}:
-            state = self._locked[kind]
-            TierState.objects.filter(pk=state.pk).update(next_position=state.next_position)
 
     def _forget(self, kind: str | None = None) -> None:
         for held in (self._locked, self._totals, self._last):
