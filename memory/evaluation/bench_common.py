@@ -24,7 +24,10 @@ class Scale:
     def __init__(self, quick: bool) -> None:
         self.engine_appends = 2_000 if quick else 20_000
         self.service_appends = 100 if quick else 2_000
-        self.http_appends = 50 if quick else 500
+        # Embedding the HTTP sessions' turns (the worker's MiniLM, ≈ 0.1 s a turn on two cores) is
+        # most of a quick run: its sessions are small.
+        self.http_appends = 25 if quick else 500
+        self.session_turns = 20 if quick else 50
         self.generations = 1 if quick else 4
         self.recalls = 20 if quick else 100
         self.http_recalls = 10 if quick else 50

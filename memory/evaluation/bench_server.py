@@ -126,7 +126,7 @@ class ServerSections(Report):
             for n in range(scale.sessions):
                 sid = f"bench-http-{n}"
                 server.expect(201, "POST", "/api/v1/sessions", {"id": sid})
-                items = [{"role": r, "text": t} for r, t in chatter(50, seed=100 + n)]
+                items = [{"role": r, "text": t} for r, t in chatter(scale.session_turns, seed=100 + n)]
                 server.expect(201, "POST", f"/api/v1/sessions/{sid}/items/batch", {"items": items})
                 waits.append(worker.settle(Session.objects.filter(user=user, sid=sid))[1])
                 for q in questions(3, seed=200 + n):
@@ -134,7 +134,8 @@ class ServerSections(Report):
             out["worker_embedding_sessions"] = latency(waits)
             self.emit(
                 f"worker embedding sessions: p50 {percentile(waits, 50):.1f} s, max {max(waits):.1f} s "
-                f"from a session's batch append of 50 turns until all had vectors ({len(waits)} sessions)"
+                f"from a session's batch append of {scale.session_turns} turns until all had vectors "
+                f"({len(waits)} sessions)"
             )
             rss_many, peak = vm_mb(server.process.pid, "VmRSS"), vm_mb(server.process.pid, "VmHWM")
             out["rss_web_mb"] = {
