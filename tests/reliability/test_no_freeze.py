@@ -29,6 +29,9 @@ FIT_MESSAGES = 1_000
 # ContextLengthErrorIn.message's max_length.
 ERROR_CHARS = 100_000
 READING_SECONDS = 25
+# B reads on past READING_SECONDS until A has had every body answered once (a slow machine takes
+# longer over the biggest ones), but never past this.
+READING_LIMIT_SECONDS = 240
 # A read that takes this long is a frozen server (the acceptance asks for under 1 s at p95).
 READ_TIMEOUT = 10
 
@@ -135,7 +138,14 @@ def test_the_worst_parser_inputs_never_keep_another_users_reads_waiting(tmp_path
         b_answers: list[tuple[int, float]] = []
         try:
             deadline = time.monotonic() + READING_SECONDS
-            while time.monotonic() < deadline:
+            limit = time.monotonic() + READING_LIMIT_SECONDS
+
+            def reading() -> bool:
+                now = time.monotonic()
+                every_body = len({body for body, _, _ in a_answers}) == len(bodies)
+                return now < deadline or (not every_body and now < limit)
+
+            while reading():
                 started = time.monotonic()
                 try:
                     status = send(instance, bob, "GET", "/api/v1/sessions", None, timeout=READ_TIMEOUT)
