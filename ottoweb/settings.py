@@ -152,8 +152,9 @@ else:
             "ENGINE": "ottoweb.db",
             "NAME": DATA_DIR / "ottoweb.sqlite3",
             # IMMEDIATE takes the write lock when a transaction starts, so two writers queue on
-            # busy_timeout instead of one failing with "database is locked" on upgrade.
-            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+            # busy_timeout (OTTO_SQLITE_BUSY_SECONDS) instead of one failing with "database is locked"
+            # on upgrade; past it the write fails and is retried (a job) or answered 503 (a request).
+            "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": envint("OTTO_SQLITE_BUSY_SECONDS", 10)},
             # Seconds a thread keeps its connection. 0 (Django's default) suits servers that start a
             # thread per request (runserver); the production server's fixed thread pool keeps them
             # (ottoweb/asgi.py sets 600): opening one costs ≈ 1.5 ms (sqlite-vec, pragmas).

@@ -20,11 +20,11 @@ sys.modules["sqlite3.dbapi2"] = pysqlite3.dbapi2
 import sqlite_vec  # noqa: E402
 from django.db.backends.sqlite3 import base as sqlite_base  # noqa: E402
 
+# (The busy timeout is the connection's `timeout` option: settings.OTTO_SQLITE_BUSY_SECONDS.)
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     # NORMAL is durable across a process crash in WAL mode (only power loss can drop the last commits).
     "PRAGMA synchronous=NORMAL",
-    "PRAGMA busy_timeout=10000",
     "PRAGMA foreign_keys=ON",
 )
 

@@ -33,7 +33,7 @@ class WriteLock:
     def __init__(self, instance: Instance, seconds: float) -> None:
         self.instance, self.seconds = instance, seconds
         self.taken = threading.Event()
-        # The hold's 25 s count from here: set once the workers are up (their resend of unfinished
+        # The hold's seconds count from here: set once the workers are up (their resend of unfinished
         # jobs then has met the lock too).
         self.counting = threading.Event()
         self.thread = threading.Thread(target=self._hold, daemon=True)
@@ -68,6 +68,13 @@ class WriteLock:
         self.thread.join()
 
 
+def met_the_lock(instance: Instance) -> bool:
+    """Whether a worker's write failed on the held lock and was tried again (SQLite; on PostgreSQL
+    the rows held make it wait instead, which no log shows)."""
+    logs = instance.data_dir.glob("worker*.log")
+    return instance.database is not None or any("database is locked" in log.read_text() for log in logs)
+
+
 def wait_for_log(instance: Instance, words: str) -> None:
     """Until some worker's log holds `words` (a task received, the worker ready)."""
     deadline = time.monotonic() + 120
@@ -92,11 +99,18 @@ class GatedChat(SlowChat):
         return super().__call__(path, body)
 
 
+# SQLite's writers wait 3 s for a lock here (10 by default): a hold of 10 s outlasts several waits.
+BUSY_SECONDS, HOLD_SECONDS = "3", 10
+
+
 def test_a_job_whose_claim_meets_a_held_write_lock_completes_once_it_is_released(tmp_path):
     chat = GatedChat()
     with StubServer(chat) as stub:
         instance = Instance(
-            tmp_path / "data", OTTO_COMPACTION="job", OTTO_SUMMARIZER=f"openai:{stub.url}/v1#stub"
+            tmp_path / "data",
+            OTTO_COMPACTION="job",
+            OTTO_SUMMARIZER=f"openai:{stub.url}/v1#stub",
+            OTTO_SQLITE_BUSY_SECONDS=BUSY_SECONDS,
         )
         try:
             instance.start_web()
@@ -108,9 +122,9 @@ def test_a_job_whose_claim_meets_a_held_write_lock_completes_once_it_is_released
             assert chat.started.wait(60)
             # … while session w overflows: its job waits for the worker.
             job_id, sent = append_until_compaction(instance, sid="w")
-            # Another writer takes the lock for 25 s, and the gate opens: a's commit, then w's claim,
-            # meet "database is locked" for longer than SQLite waits (10 s each).
-            with WriteLock(instance, 25) as lock:
+            # Another writer takes the lock, and the gate opens: a's commit, then w's claim, meet
+            # "database is locked" for longer than SQLite waits.
+            with WriteLock(instance, HOLD_SECONDS) as lock:
                 lock.counting.set()
                 chat.gate.set()
             busy = instance.wait_for_job(busy_id, timeout=120)
@@ -119,9 +133,11 @@ def test_a_job_whose_claim_meets_a_held_write_lock_completes_once_it_is_released
             second_id, _ = append_until_compaction(instance, start=sent, sid="w")
             second = instance.wait_for_job(second_id, timeout=120)
             _, session = instance.request("GET", "/api/v1/sessions/w")
+            locked = met_the_lock(instance)
         finally:
             instance.close()
 
+    assert locked
     assert (busy["status"], busy["error"]) == ("done", "")
     assert (first["status"], first["error"]) == ("done", "")
     assert second_id != job_id
@@ -130,7 +146,12 @@ def test_a_job_whose_claim_meets_a_held_write_lock_completes_once_it_is_released
 
 
 def test_vectors_whose_write_meets_a_held_write_lock_are_written_once_it_is_released(tmp_path):
-    instance = Instance(tmp_path / "data", OTTO_COMPACTION="job", OTTO_EMBEDDING_MODEL="wordllama")
+    instance = Instance(
+        tmp_path / "data",
+        OTTO_COMPACTION="job",
+        OTTO_EMBEDDING_MODEL="wordllama",
+        OTTO_SQLITE_BUSY_SECONDS=BUSY_SECONDS,
+    )
     try:
         instance.start_web()
         instance.start_worker()
@@ -138,8 +159,8 @@ def test_vectors_whose_write_meets_a_held_write_lock_are_written_once_it_is_rele
         outputs = [{"role": "tool", "kind": "context", "text": f"build {n}: 3 warnings"} for n in range(40)]
         status, _ = instance.request("POST", "/api/v1/sessions/v/items/batch", {"items": outputs})
         assert status == 201
-        # The worker's embedding task (sent 2 s ahead) meets the lock for 25 s: longer than SQLite waits.
-        with WriteLock(instance, 25) as lock:
+        # The worker's embedding task (sent 2 s ahead) meets the lock for longer than SQLite waits.
+        with WriteLock(instance, HOLD_SECONDS) as lock:
             lock.counting.set()
         deadline = time.monotonic() + 120
         counts: list[tuple] = []
@@ -150,9 +171,11 @@ def test_vectors_whose_write_meets_a_held_write_lock_are_written_once_it_is_rele
             if counts[0][0] == counts[0][1]:
                 break
             time.sleep(0.5)
+        locked = met_the_lock(instance)
     finally:
         instance.close()
 
+    assert locked
     assert counts == [(40, 40)]
 
 
