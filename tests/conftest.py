@@ -72,3 +72,42 @@ def alice_api(alice) -> ApiClient:
 @pytest.fixture
 def bob_api(bob) -> ApiClient:
     return ApiClient(Client(), issue_token(user=bob, name="test")[1])
+
+
+@dataclass
+class ModuleOwner:
+    user: object
+    api: ApiClient
+
+
+@pytest.fixture(scope="module")
+def module_owner(request, django_db_setup, django_db_blocker):
+    """A user (and an API client with their token) whose sessions outlive one test: for a module
+    whose tests read one costly session (hundreds of turns embedded) instead of building it each.
+
+    Made, and removed with everything of theirs, outside the tests' transactions: what a test
+    changes rolls back with it as usual. No `transaction=True` test may share the module (its
+    flush would take the session from the tests after it).
+    """
+    from django.contrib.auth import get_user_model
+    from django.db.models import Max
+
+    from accounts.models import AuditEntry
+    from memory import services
+    from memory.models import Session, Setting
+
+    name = "owner-" + request.module.__name__.rsplit(".", 1)[-1]
+    with django_db_blocker.unblock():
+        # What is not the user's but their sessions may write: the embedding model recorded on
+        # first use, audit entries (kept, unowned, when a user goes).
+        settings_before = set(Setting.objects.values_list("key", flat=True))
+        audit_before = AuditEntry.objects.aggregate(last=Max("pk"))["last"] or 0
+        user = get_user_model().objects.create_user(name, password="owner-password-1")
+        owner = ModuleOwner(user=user, api=ApiClient(Client(), issue_token(user=user, name="test")[1]))
+    yield owner
+    with django_db_blocker.unblock():
+        for session in Session.objects.filter(user=user):
+            services.delete_session(session=session)
+        user.delete()
+        Setting.objects.exclude(key__in=settings_before).delete()
+        AuditEntry.objects.filter(pk__gt=audit_before).delete()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memory import services
@@ -27,16 +27,18 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture
-def compacted(alice):
-    session = services.create_session(user=alice, sid="bullets", x_budget=300, y_budget=2000)
-    turns = chatter(200, seed=6)  # a person's turns stay live as protected bullets
-    for first in range(0, len(turns), 50):
-        services.append_items(
-            session=session, items=[NewItem(role=r, text=t) for r, t in turns[first : first + 50]]
-        )
-    services.embed_items(session=session, kind="history")
-    assert Bullet.objects.filter(session=session, kind="history", superseded=False).count() > 10
+@pytest.fixture(scope="module")
+def compacted(module_owner, django_db_blocker):
+    """Built once for the module; what a test changes rolls back with it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        session = services.create_session(user=module_owner.user, sid="bullets", x_budget=300, y_budget=2000)
+        turns = chatter(200, seed=6)  # a person's turns stay live as protected bullets
+        for first in range(0, len(turns), 50):
+            services.append_items(
+                session=session, items=[NewItem(role=r, text=t) for r, t in turns[first : first + 50]]
+            )
+        services.embed_items(session=session, kind="history")
+        assert Bullet.objects.filter(session=session, kind="history", superseded=False).count() > 10
     return session
 
 
