@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pytest
 from django.test import Client
 
 from accounts.services import issue_token
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -78,6 +82,15 @@ def bob_api(bob) -> ApiClient:
 class ModuleOwner:
     user: object
     api: ApiClient
+
+
+def built_once(django_db_blocker, build: Callable[[], T]) -> T:
+    """`build()`, committed for the module's tests (in one transaction, as a test's own would have
+    built it: one commit); what a test then changes rolls back with the test."""
+    from django.db import transaction
+
+    with django_db_blocker.unblock(), transaction.atomic():
+        return build()
 
 
 @pytest.fixture(scope="module")

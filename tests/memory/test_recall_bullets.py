@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.db import connection, transaction
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from memory import services
@@ -15,6 +15,7 @@ from memory.evaluation.synthetic import chatter
 from memory.models import Bullet
 from memory.recall import POLICIES, recall
 from memory.services import NewItem
+from tests.conftest import built_once
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,8 @@ QUESTIONS = [
 @pytest.fixture(scope="module")
 def compacted(module_owner, django_db_blocker):
     """Built once for the module; what a test changes rolls back with it."""
-    with django_db_blocker.unblock(), transaction.atomic():
+
+    def build():
         session = services.create_session(user=module_owner.user, sid="bullets", x_budget=300, y_budget=2000)
         turns = chatter(200, seed=6)  # a person's turns stay live as protected bullets
         for first in range(0, len(turns), 50):
@@ -39,7 +41,9 @@ def compacted(module_owner, django_db_blocker):
             )
         services.embed_items(session=session, kind="history")
         assert Bullet.objects.filter(session=session, kind="history", superseded=False).count() > 10
-    return session
+        return session
+
+    return built_once(django_db_blocker, build)
 
 
 def expected_bullets(session, answer, policy):

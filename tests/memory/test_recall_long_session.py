@@ -4,9 +4,9 @@ module (hundreds of turns embedded), read by each test."""
 from __future__ import annotations
 
 import pytest
-from django.db import transaction
 
 from memory import services
+from tests.conftest import built_once
 from tests.memory.engine.conftest import synthetic_turns
 from tests.memory.test_recall import FACT, fill, recall
 
@@ -15,13 +15,14 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def long_session(module_owner, django_db_blocker):
-    # In one transaction, as the tests' own rolled-back ones would have built it: one commit.
-    with django_db_blocker.unblock(), transaction.atomic():
+    def build():
         session = services.create_session(user=module_owner.user, sid="long", x_budget=300, y_budget=900)
         turns = synthetic_turns(600, seed=11)
         turns.insert(3, ("user", FACT))
         fill(session, turns)
-    return session
+        return session
+
+    return built_once(django_db_blocker, build)
 
 
 @pytest.fixture

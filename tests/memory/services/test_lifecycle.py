@@ -10,6 +10,7 @@ import pytest
 from memory import services
 from memory.models import Bullet, Chunk, Item, ItemVector, Job, Session
 from memory.services import NewItem
+from tests.conftest import built_once
 from tests.memory.engine.conftest import synthetic_turns
 from tests.memory.storage.indexes import fts_count
 
@@ -31,21 +32,37 @@ def stores(session) -> dict[str, int]:
     }
 
 
+@pytest.fixture(scope="module")
+def filled_pk(module_owner, django_db_blocker) -> int:
+    """120 turns, compacted, embedded, built once for the module."""
+
+    def build() -> int:
+        session = services.create_session(user=module_owner.user, sid="life", x_budget=150, y_budget=450)
+        for role, text in synthetic_turns(120, seed=4):
+            services.append_items(session=session, items=[NewItem(role=role, text=text)])
+        services.embed_items(session=session, kind="history")
+        return session.pk
+
+    return built_once(django_db_blocker, build)
+
+
 @pytest.fixture
-def filled(alice):
-    session = services.create_session(user=alice, sid="life", x_budget=150, y_budget=450)
-    for role, text in synthetic_turns(120, seed=4):
-        services.append_items(session=session, items=[NewItem(role=role, text=text)])
-    services.embed_items(session=session, kind="history")
-    session.refresh_from_db()
-    return session
+def filled(filled_pk) -> Session:
+    """The module's session read afresh: no test sees what another did to the object."""
+    return Session.objects.get(pk=filled_pk)
 
 
-def test_compact_archives_raw_items_and_keeps_every_store(alice_api, filled):
+@pytest.fixture
+def owner_api(module_owner):
+    """The API as the owner of `filled`."""
+    return module_owner.api
+
+
+def test_compact_archives_raw_items_and_keeps_every_store(owner_api, filled):
     before = stores(filled)
     pending = Item.objects.filter(session=filled).pending().count()
 
-    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    answer = owner_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
     after = stores(filled)
 
     assert answer == {"removed": pending}
@@ -60,15 +77,15 @@ def test_compact_archives_raw_items_and_keeps_every_store(alice_api, filled):
 
 
 def test_a_compact_beyond_the_inline_bound_is_queued_for_the_worker_which_compacts_everything(
-    alice_api, filled, settings
+    owner_api, filled, settings
 ):
     settings.OTTO_COMPACTION = "job"
     settings.OTTO_INLINE_COMPACT_TOKENS = 10
     pending = Item.objects.filter(session=filled).pending().count()
     generation = filled.tier_states.get(kind="history").generation
 
-    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
-    again = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    answer = owner_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    again = owner_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
 
     job = Job.objects.get(pk=answer["job_id"])
     assert answer == {"removed": 0, "job_id": job.id} == again  # one job, however often it is asked
@@ -81,23 +98,23 @@ def test_a_compact_beyond_the_inline_bound_is_queued_for_the_worker_which_compac
     assert filled.tier_states.get(kind="history").generation == generation + 1
 
 
-def test_a_queued_due_compaction_takes_on_a_compact_asked_for_meanwhile(alice_api, filled, settings):
+def test_a_queued_due_compaction_takes_on_a_compact_asked_for_meanwhile(owner_api, filled, settings):
     settings.OTTO_COMPACTION = "job"
     settings.OTTO_INLINE_COMPACT_TOKENS = 10
     due = services.enqueue_compaction(session=filled)
 
-    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
+    answer = owner_api.post("/api/v1/sessions/life/memory", {"action": "compact"}).json()
 
     assert answer["job_id"] == due.id
     assert Job.objects.get(pk=due.id).params == {"everything": True}
 
 
-def test_summary_rebuilds_the_rolling_summary_without_losing_a_hash_ref(alice_api, filled):
+def test_summary_rebuilds_the_rolling_summary_without_losing_a_hash_ref(owner_api, filled):
     refs_before = {h for b in Bullet.objects.filter(session=filled, superseded=False) for h in b.hash_refs}
     generation = filled.tier_states.get(kind="history").generation
     pending = Item.objects.filter(session=filled).pending().count()
 
-    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "summary"}).json()
+    answer = owner_api.post("/api/v1/sessions/life/memory", {"action": "summary"}).json()
 
     live = Bullet.objects.filter(session=filled, superseded=False)
     assert answer == {"count": live.count()}
@@ -107,15 +124,15 @@ def test_summary_rebuilds_the_rolling_summary_without_losing_a_hash_ref(alice_ap
 
 
 @pytest.mark.parametrize("mode", ["summary", "all"])
-def test_reset_clears_what_the_seed_table_says(alice_api, filled, mode):
+def test_reset_clears_what_the_seed_table_says(owner_api, filled, mode):
     services.append_items(
         session=filled, items=[NewItem(role="tool", text="evicted tool output", kind="context")]
     )
     live_before = Bullet.objects.filter(session=filled, superseded=False).count()
 
-    answer = alice_api.post("/api/v1/sessions/life/memory", {"action": "reset", "mode": mode}).json()
+    answer = owner_api.post("/api/v1/sessions/life/memory", {"action": "reset", "mode": mode}).json()
     after = stores(filled)
-    context = alice_api.get("/api/v1/sessions/life/context").json()
+    context = owner_api.get("/api/v1/sessions/life/context").json()
 
     assert answer == {"reset": mode}
     if mode == "summary":
@@ -146,17 +163,17 @@ def test_reset_clears_what_the_seed_table_says(alice_api, filled, mode):
             filled.tier_states.get(kind="history").generation,
         ) == (0, [], 0)
     assert context["x"] == context["y_raw"] == []
-    assert alice_api.get("/api/v1/sessions/life").json()["turns"] == 0
+    assert owner_api.get("/api/v1/sessions/life").json()["turns"] == 0
     # The session goes on: a new turn gets the next position, never a reused one.
     assert (
-        alice_api.post("/api/v1/sessions/life/items", {"role": "user", "text": "again"}).json()["position"]
+        owner_api.post("/api/v1/sessions/life/items", {"role": "user", "text": "again"}).json()["position"]
         == 120
     )
 
 
-def test_remove_session_clears_every_store(alice_api, filled):
+def test_remove_session_clears_every_store(owner_api, filled):
     pk = filled.pk
-    assert alice_api.delete("/api/v1/sessions/life").status_code == 204
+    assert owner_api.delete("/api/v1/sessions/life").status_code == 204
     assert not Session.objects.filter(pk=pk).exists()
     assert (
         Item.objects.filter(session_id=pk).count(),
@@ -167,8 +184,8 @@ def test_remove_session_clears_every_store(alice_api, filled):
     assert fts_count(pk, "history") == 0
 
 
-def test_memory_action_refuses_reset_without_a_mode(alice_api, filled):
-    response = alice_api.post("/api/v1/sessions/life/memory", {"action": "reset"})
+def test_memory_action_refuses_reset_without_a_mode(owner_api, filled):
+    response = owner_api.post("/api/v1/sessions/life/memory", {"action": "reset"})
 
     assert (response.status_code, response.json()["field"]) == (422, "mode")
     assert Item.objects.filter(session=filled).count() == 120
@@ -182,34 +199,34 @@ def strip_volatile(document: dict) -> dict:
 
 
 def test_export_import_export_is_identical_and_recall_works_after_reembed(
-    alice_api, filled, django_capture_on_commit_callbacks
+    owner_api, filled, django_capture_on_commit_callbacks
 ):
     services.append_items(
         session=filled, items=[NewItem(role="tool", text="df: /var is 97% full", kind="context")]
     )
-    exported = alice_api.get("/api/v1/sessions/life/export").json()
+    exported = owner_api.get("/api/v1/sessions/life/export").json()
 
     with django_capture_on_commit_callbacks() as callbacks:
-        created = alice_api.post("/api/v1/sessions/import?id=copy", raw=json.dumps(exported))
+        created = owner_api.post("/api/v1/sessions/import?id=copy", raw=json.dumps(exported))
     job = Job.objects.get(session__sid="copy", kind="reembed")
-    again = alice_api.get("/api/v1/sessions/copy/export").json()
+    again = owner_api.get("/api/v1/sessions/copy/export").json()
     services.run_reembed_job(job_id=job.id, worker="test:1")
-    answer = alice_api.post("/api/v1/sessions/copy/recall", {"query": "sourdough recipe"}).json()
+    answer = owner_api.post("/api/v1/sessions/copy/recall", {"query": "sourdough recipe"}).json()
 
     assert created.status_code == 201 and created.json()["id"] == "copy"
     assert len(callbacks) == 1  # the automatic re-embed, sent once the import committed
     assert "embeddings" not in json.dumps(exported) and "vector" not in json.dumps(exported)
     assert strip_volatile(again) == strip_volatile(exported)
-    assert alice_api.get(f"/api/v1/jobs/{job.id}").json()["status"] == "done"
+    assert owner_api.get(f"/api/v1/jobs/{job.id}").json()["status"] == "done"
     assert answer["degraded"] is None and answer["results"]["history"]
 
 
-def test_an_imported_session_ranks_by_keywords_until_reembedded(alice_api, filled):
-    exported = alice_api.get("/api/v1/sessions/life/export").json()
-    alice_api.post("/api/v1/sessions/import?id=copy2", raw=json.dumps(exported))
+def test_an_imported_session_ranks_by_keywords_until_reembedded(owner_api, filled):
+    exported = owner_api.get("/api/v1/sessions/life/export").json()
+    owner_api.post("/api/v1/sessions/import?id=copy2", raw=json.dumps(exported))
 
     assert ItemVector.objects.filter(session__sid="copy2").count() == 0
-    answer = alice_api.post("/api/v1/sessions/copy2/recall", {"query": "sourdough recipe"}).json()
+    answer = owner_api.post("/api/v1/sessions/copy2/recall", {"query": "sourdough recipe"}).json()
     # A read writes nothing: the turns wait for the re-embedding job (the worker's), and recall says
     # so while its words find them.
     assert "being re-embedded" in answer["degraded"]
@@ -239,8 +256,8 @@ def bad_documents(exported: dict):
     yield "wrong format", doc, "format", "must be"
 
 
-def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(alice_api, filled):
-    exported = alice_api.get("/api/v1/sessions/life/export").json()
+def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(owner_api, filled):
+    exported = owner_api.get("/api/v1/sessions/life/export").json()
     counts = (
         Session.objects.count(),
         Item.objects.count(),
@@ -250,13 +267,13 @@ def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(alice_
     )
 
     for name, doc, path, problem in bad_documents(exported):
-        response = alice_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(doc))
+        response = owner_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(doc))
         assert response.status_code == 422, name
         assert response.json()["field"] == path, name
         assert response.json()["detail"].startswith(f"{path}: ") and problem in response.json()["detail"], (
             name
         )
-    truncated = alice_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(exported)[:5000])
+    truncated = owner_api.post("/api/v1/sessions/import?id=bad", raw=json.dumps(exported)[:5000])
     assert (truncated.status_code, truncated.json()["field"]) == (422, "$")
     assert (
         Session.objects.count(),
@@ -267,11 +284,11 @@ def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(alice_
     ) == counts
 
 
-def test_an_oversized_document_is_refused_before_it_is_read(alice_api, filled, settings):
+def test_an_oversized_document_is_refused_before_it_is_read(owner_api, filled, settings):
     settings.OTTO_MAX_IMPORT_BYTES = 1024 * 1024
     huge = '{"format": "ottoweb.session", "padding": "' + "x" * (2 * 1024 * 1024) + '"}'
 
-    response = alice_api.post("/api/v1/sessions/import?id=big", raw=huge)
+    response = owner_api.post("/api/v1/sessions/import?id=big", raw=huge)
 
     assert response.status_code == 422
     assert response.json()["field"] == "$"
@@ -309,23 +326,23 @@ def test_an_export_larger_than_an_import_accepts_is_refused_naming_the_limit(ali
     assert "over the 1,000 an import accepts (OTTO_MAX_IMPORT_BYTES" in response.json()["detail"]
 
 
-def test_import_refuses_a_taken_id(alice_api, filled):
-    exported = alice_api.get("/api/v1/sessions/life/export").json()
+def test_import_refuses_a_taken_id(owner_api, filled):
+    exported = owner_api.get("/api/v1/sessions/life/export").json()
 
-    response = alice_api.post("/api/v1/sessions/import", raw=json.dumps(exported))
+    response = owner_api.post("/api/v1/sessions/import", raw=json.dumps(exported))
 
     assert (response.status_code, response.json()["code"]) == (409, "conflict")
 
 
-def test_jobs_of_another_user_are_not_found(alice_api, bob_api, filled):
-    job = alice_api.post("/api/v1/sessions/life/reembed", {}).json()["job_id"]
+def test_jobs_of_another_user_are_not_found(owner_api, bob_api, filled):
+    job = owner_api.post("/api/v1/sessions/life/reembed", {}).json()["job_id"]
 
-    assert alice_api.get(f"/api/v1/jobs/{job}").json()["status"] == "queued"
+    assert owner_api.get(f"/api/v1/jobs/{job}").json()["status"] == "queued"
     assert bob_api.get(f"/api/v1/jobs/{job}").status_code == 404
 
 
-def test_reembed_refuses_an_unknown_model(alice_api, filled):
-    response = alice_api.post("/api/v1/sessions/life/reembed", {"model": "word2vec"})
+def test_reembed_refuses_an_unknown_model(owner_api, filled):
+    response = owner_api.post("/api/v1/sessions/life/reembed", {"model": "word2vec"})
 
     assert (response.status_code, response.json()["field"]) == (422, "model")
     assert Job.objects.count() == 0
@@ -374,31 +391,31 @@ def test_a_running_job_of_a_dead_worker_is_taken_over(filled):
     assert taken is not None and taken.claimed_by == "test:3" and taken.attempts == 1
 
 
-def test_a_recall_while_the_session_is_re_embedded_says_it_is_degraded(alice_api, filled, settings):
+def test_a_recall_while_the_session_is_re_embedded_says_it_is_degraded(owner_api, filled, settings):
     settings.OTTO_COMPACTION = "job"  # no worker here: the job stays queued
-    job = alice_api.post("/api/v1/sessions/life/reembed", {"model": "wordllama"}).json()["job_id"]
+    job = owner_api.post("/api/v1/sessions/life/reembed", {"model": "wordllama"}).json()["job_id"]
     # As the job does first: the new stamp, every old vector gone.
     filled.refresh_from_db()
     Session.objects.filter(pk=filled.pk).update(embedding_model="wordllama")
     ItemVector.objects.filter(session=filled).delete()
 
-    answer = alice_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
+    answer = owner_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
 
     assert f"being re-embedded (job {job})" in answer["degraded"]
     services.run_reembed_job(job_id=job, worker="test:1")
-    again = alice_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
+    again = owner_api.post("/api/v1/sessions/life/recall", {"query": "sourdough recipe"}).json()
     assert again["degraded"] is None
 
 
-def test_reembed_refuses_a_fastembed_model_it_could_not_fetch_by_name(alice_api, filled):
-    response = alice_api.post("/api/v1/sessions/life/reembed", {"model": "fastembed:acme/no-such-model"})
+def test_reembed_refuses_a_fastembed_model_it_could_not_fetch_by_name(owner_api, filled):
+    response = owner_api.post("/api/v1/sessions/life/reembed", {"model": "fastembed:acme/no-such-model"})
 
     assert (response.status_code, response.json()["field"]) == (422, "model")
     assert "fastembed knows no model 'acme/no-such-model'" in response.json()["detail"]
     assert Job.objects.count() == 0
     # A model fastembed lists is accepted (its download is the worker's business).
     assert (
-        alice_api.post(
+        owner_api.post(
             "/api/v1/sessions/life/reembed", {"model": "fastembed:BAAI/bge-small-en-v1.5"}
         ).status_code
         == 202

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from memory import services
 from memory.engine.embeddings import WordLlamaBackend, from_blob
-from memory.models import Bullet, Item, ItemVector
+from memory.models import Bullet, Item, ItemVector, Session
 from memory.recall import recall
 from memory.services import NewItem
 from memory.storage import (
@@ -30,6 +30,7 @@ from memory.storage import (
     vec_search_each,
     vector_cache,
 )
+from tests.conftest import built_once
 from tests.memory.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
@@ -37,13 +38,22 @@ pytestmark = pytest.mark.django_db
 FACT = "The spare key to the allotment shed hangs behind the blue watering can."
 
 
+@pytest.fixture(scope="module")
+def embedded_pk(module_owner, django_db_blocker) -> int:
+    def build() -> int:
+        session = services.create_session(user=module_owner.user, sid="vc")
+        for role, text in synthetic_turns(60, seed=8):
+            services.append_items(session=session, items=[NewItem(role=role, text=text)])
+        services.embed_items(session=session, kind="history")
+        return session.pk
+
+    return built_once(django_db_blocker, build)
+
+
 @pytest.fixture
-def embedded(alice):
-    session = services.create_session(user=alice, sid="vc")
-    for role, text in synthetic_turns(60, seed=8):
-        services.append_items(session=session, items=[NewItem(role=role, text=text)])
-    services.embed_items(session=session, kind="history")
-    return session
+def embedded(embedded_pk) -> Session:
+    """Sixty turns, embedded, built once for the module and read afresh for each test."""
+    return Session.objects.get(pk=embedded_pk)
 
 
 def query(session, text):
@@ -272,21 +282,30 @@ def candidates_from_cache(session, kind, ids, times=True):
     return search.candidates(ids)
 
 
-@pytest.fixture
-def compacted(alice):
-    """History compacted many times over, with names and times, and some tool output in context."""
-    session = services.create_session(user=alice, sid="cands", x_budget=150, y_budget=450)
-    for n, (role, text) in enumerate(synthetic_turns(240, seed=4)):
-        name = "Ana" if role == "user" else "Otto"
-        when = datetime(2024, 3, 1 + n // 20, 9, n % 60, tzinfo=UTC)
+@pytest.fixture(scope="module")
+def compacted_pk(module_owner, django_db_blocker) -> int:
+    def build() -> int:
+        session = services.create_session(user=module_owner.user, sid="cands", x_budget=150, y_budget=450)
+        for n, (role, text) in enumerate(synthetic_turns(240, seed=4)):
+            name = "Ana" if role == "user" else "Otto"
+            when = datetime(2024, 3, 1 + n // 20, 9, n % 60, tzinfo=UTC)
+            services.append_items(
+                session=session, items=[NewItem(role=role, text=text, name=name, occurred_at=when)]
+            )
         services.append_items(
-            session=session, items=[NewItem(role=role, text=text, name=name, occurred_at=when)]
+            session=session,
+            items=[NewItem(role="tool", text=f"build {n} passed", kind="context") for n in range(30)],
         )
-    services.append_items(
-        session=session,
-        items=[NewItem(role="tool", text=f"build {n} passed", kind="context") for n in range(30)],
-    )
-    return session
+        return session.pk
+
+    return built_once(django_db_blocker, build)
+
+
+@pytest.fixture
+def compacted(compacted_pk) -> Session:
+    """History compacted many times over, with names and times, and some tool output in context:
+    built once for the module, read afresh for each test."""
+    return Session.objects.get(pk=compacted_pk)
 
 
 def all_ids(session, kind):
