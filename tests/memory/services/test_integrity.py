@@ -20,6 +20,13 @@ from ottoweb.errors import NotFound, TooManyPins
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def word_vectors(request):
+    """What is checked is references and round trips, not meaning: the sessions embed with
+    wordllama (MiniLM on the appends was a sixth of the pins property's time)."""
+    request.getfixturevalue("settings").OTTO_EMBEDDING_MODEL = "wordllama"
+
+
 def dangling_refs(session: Session) -> set[str]:
     """Hashes live bullets cite that name no stored chunk of the session."""
     cited = {
