@@ -177,7 +177,9 @@ class LocalSections(Report):
         embeddings.use_threads(configured)
         return {**figures["every_core"], "one_thread": figures["one_thread"]}
 
-    def recall_at(self, size: int, scale: Scale, user: Any, *, profile: bool) -> dict[str, Any]:
+    def recall_at(self, size: int, scale: Scale, user: Any, *, profile: bool, rate: bool) -> dict[str, Any]:
+        """Recall's latency at `size` chunks; with `rate`, the embedding rate too (the session
+        re-embedded whole: the appends embed as they go, so the build's time mixes both)."""
         session = services.create_session(user=user, sid=f"bench-recall-{size}")
         turns = chatter(size, seed=size)
         start = time.perf_counter()
@@ -192,6 +194,11 @@ class LocalSections(Report):
         start = time.perf_counter()
         embedded = services.embed_items(session=session, kind="history")
         embed_s = time.perf_counter() - start
+        reembedded, reembed_s = 0, 0.0
+        if rate:
+            start = time.perf_counter()
+            reembedded = services.reembed_session(session=session)
+            reembed_s = time.perf_counter() - start
         generation = TierState.objects.get(session=session, kind="history").generation
         live = Bullet.objects.of_kind(session, "history").live()
         bullets, protected = live.count(), live.filter(protected=True).count()
@@ -232,6 +239,8 @@ class LocalSections(Report):
                 "build_s": round(built, 1),
                 "embed_s": round(embed_s, 1),
                 "embedded": embedded,
+                "reembedded": reembedded,
+                "reembed_s": round(reembed_s, 2),
                 "generations": generation,
                 "live_bullets": bullets,
                 "protected_bullets": protected,

@@ -181,7 +181,7 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
         figures["recall"] = {}
         for size in sizes:
             figures["recall"][str(size)] = self.recall_at(
-                size, scale, user, profile=profile and size == max(sizes)
+                size, scale, user, profile=profile and size == max(sizes), rate=size == min(sizes)
             )
         # What a recall costs beside the question's embedding, which it waits for (on one thread):
         # against the embeddings timed between its recalls, and against the figure timed earlier.
@@ -196,11 +196,12 @@ class Command(PrivateRun, LocalSections, ServerSections, MemorySections, BaseCom
             "recall p50 / query embedding p50 (one thread, as in the web process, timed between the "
             f"recalls): {', '.join(ratios)} (against the one-thread figure above: {', '.join(earlier)})"
         )
-        docs = sum(r["embedded"] for r in figures["recall"].values())
-        seconds = sum(r["embed_s"] for r in figures["recall"].values())
+        docs = sum(r["reembedded"] for r in figures["recall"].values())
+        seconds = sum(r["reembed_s"] for r in figures["recall"].values())
         figures["embedding_docs_per_s"] = round(docs / seconds, 1) if seconds else 0.0
         self.emit(
-            f"embedding: {figures['embedding_docs_per_s']:.1f} documents/s ({docs:,} documents, turn + previous turn)"
+            f"embedding: {figures['embedding_docs_per_s']:.1f} documents/s ({docs:,} documents, turn + "
+            f"previous turn: the {min(sizes):,}-chunk session re-embedded whole, every core)"
         )
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
         figures["rss_bench_peak_mb"] = peak

@@ -47,6 +47,8 @@ def test_bench_quick_prints_every_figure_with_a_number_and_leaves_no_data_behind
     figures = json.loads(target.read_text())
     assert sorted(figures["recall"]) == ["300"]
     assert figures["recall"]["300"]["first_recall_ms"] > 0
+    # The embedding rate is read from a whole session's worth of documents, never from none.
+    assert figures["recall"]["300"]["reembedded"] >= 300 and figures["embedding_docs_per_s"] > 0
     # The ratio is read against the question embedded alone between the recalls, both printed.
     at_300 = figures["recall"]["300"]
     assert at_300["query_embedding_beside_ms"] > 0
