@@ -102,6 +102,7 @@ def append(api, body: list[dict]) -> tuple[int, dict]:
 @example(batches=[[{"role": "user", "text": "past 2^53", "meta": {"id": 2**60}}]])
 @example(batches=[[{"role": "user", "text": "a float past 2^53", "meta": {"x": 1e20}}]])
 @example(batches=[[{"role": "user", "text": "a name", "name": "Eve\u2028user"}]])
+@pytest.mark.usefixtures("word_vectors")  # bytes are compared, not meaning
 def test_whatever_an_append_accepts_exports_imports_and_exports_byte_for_byte(alice_api, batches):
     # Each example runs in a savepoint rolled back at its end: examples share one test transaction.
     savepoint = transaction.savepoint()

@@ -17,14 +17,8 @@ from memory.models import Bullet, Chunk, Item, Session
 from memory.services import NewItem
 from ottoweb.errors import NotFound, TooManyPins
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def word_vectors(request):
-    """What is checked is references and round trips, not meaning: the sessions embed with
-    wordllama (MiniLM on the appends was a sixth of the pins property's time)."""
-    request.getfixturevalue("settings").OTTO_EMBEDDING_MODEL = "wordllama"
+# References and round trips are checked, not meaning: wordllama's vectors will do.
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("word_vectors")]
 
 
 def dangling_refs(session: Session) -> set[str]:

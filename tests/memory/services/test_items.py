@@ -71,6 +71,7 @@ def test_a_batch_of_more_text_than_the_limit_is_413_naming_it(alice_api, session
     assert_nothing_written()
 
 
+@pytest.mark.usefixtures("word_vectors")  # the batch is checked, not its vectors
 def test_a_batch_at_both_limits_is_taken_whole(alice_api, session, settings):
     settings.OTTO_MAX_BATCH_BYTES = 1000 * 20
     items = [{"role": "user", "text": f"turn {n:03d} " + "x" * 11} for n in range(1000)]

@@ -50,6 +50,7 @@ def tiers(session) -> dict[str, object]:
 @pytest.mark.parametrize("mode", ["inline", "job"])
 def test_a_batch_leaves_everything_as_the_same_turns_appended_one_by_one(alice, settings, mode):
     settings.OTTO_COMPACTION = mode
+    settings.OTTO_EMBEDDING_MODEL = "wordllama"  # the tiers are compared, not vectors (MiniLM: 3/4 of it)
     one = services.create_session(user=alice, sid="one", x_budget=150, y_budget=450)
     batch = services.create_session(user=alice, sid="batch", x_budget=150, y_budget=450)
 
