@@ -6,9 +6,16 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.db.models import Max
 from django.test import Client
 
+from accounts.models import AuditEntry
 from accounts.services import issue_token
+from memory import services
+from memory.models import Session, Setting
+from memory.services import NewItem
 
 T = TypeVar("T")
 
@@ -94,10 +101,22 @@ class ModuleOwner:
 def built_once(django_db_blocker, build: Callable[[], T]) -> T:
     """`build()`, committed for the module's tests (in one transaction, as a test's own would have
     built it: one commit); what a test then changes rolls back with the test."""
-    from django.db import transaction
-
     with django_db_blocker.unblock(), transaction.atomic():
         return build()
+
+
+def embedded_turns_once(django_db_blocker, user, sid: str, turns, **budgets: int) -> int:
+    """The pk of a session of `turns` ((role, text) pairs), appended one at a time and embedded,
+    built once for the module (`built_once`)."""
+
+    def build() -> int:
+        session = services.create_session(user=user, sid=sid, **budgets)
+        for role, text in turns:
+            services.append_items(session=session, items=[NewItem(role=role, text=text)])
+        services.embed_items(session=session, kind="history")
+        return session.pk
+
+    return built_once(django_db_blocker, build)
 
 
 @pytest.fixture(scope="module")
@@ -109,13 +128,6 @@ def module_owner(request, django_db_setup, django_db_blocker):
     changes rolls back with it as usual. No `transaction=True` test may share the module (its
     flush would take the session from the tests after it).
     """
-    from django.contrib.auth import get_user_model
-    from django.db.models import Max
-
-    from accounts.models import AuditEntry
-    from memory import services
-    from memory.models import Session, Setting
-
     name = "owner-" + request.module.__name__.rsplit(".", 1)[-1]
     with django_db_blocker.unblock():
         # What is not the user's but their sessions may write: the embedding model recorded on

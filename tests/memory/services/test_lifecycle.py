@@ -10,7 +10,7 @@ import pytest
 from memory import services
 from memory.models import Bullet, Chunk, Item, ItemVector, Job, Session
 from memory.services import NewItem
-from tests.conftest import built_once
+from tests.conftest import embedded_turns_once
 from tests.memory.engine.conftest import synthetic_turns
 from tests.memory.storage.indexes import fts_count
 
@@ -35,15 +35,9 @@ def stores(session) -> dict[str, int]:
 @pytest.fixture(scope="module")
 def filled_pk(module_owner, django_db_blocker) -> int:
     """120 turns, compacted, embedded, built once for the module."""
-
-    def build() -> int:
-        session = services.create_session(user=module_owner.user, sid="life", x_budget=150, y_budget=450)
-        for role, text in synthetic_turns(120, seed=4):
-            services.append_items(session=session, items=[NewItem(role=role, text=text)])
-        services.embed_items(session=session, kind="history")
-        return session.pk
-
-    return built_once(django_db_blocker, build)
+    return embedded_turns_once(
+        django_db_blocker, module_owner.user, "life", synthetic_turns(120, seed=4), x_budget=150, y_budget=450
+    )
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from memory.storage import (
     vec_search_each,
     vector_cache,
 )
-from tests.conftest import built_once
+from tests.conftest import built_once, embedded_turns_once
 from tests.memory.engine.conftest import synthetic_turns
 
 pytestmark = pytest.mark.django_db
@@ -40,14 +40,7 @@ FACT = "The spare key to the allotment shed hangs behind the blue watering can."
 
 @pytest.fixture(scope="module")
 def embedded_pk(module_owner, django_db_blocker) -> int:
-    def build() -> int:
-        session = services.create_session(user=module_owner.user, sid="vc")
-        for role, text in synthetic_turns(60, seed=8):
-            services.append_items(session=session, items=[NewItem(role=role, text=text)])
-        services.embed_items(session=session, kind="history")
-        return session.pk
-
-    return built_once(django_db_blocker, build)
+    return embedded_turns_once(django_db_blocker, module_owner.user, "vc", synthetic_turns(60, seed=8))
 
 
 @pytest.fixture
