@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models import Max
-from django.test import Client
+from django.test import Client, override_settings
 
 from accounts.models import AuditEntry
 from accounts.services import issue_token
@@ -48,6 +48,15 @@ class ApiClient:
 
     def delete(self, path, **kw):
         return self.call("DELETE", path, **kw)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing():
+    """Hundreds of tests make a user with a password, and every log-in or failed log-in hashes one:
+    the production hasher (PBKDF2) spends ≈ 0.25 s each here, ≈ 10 minutes of a suite. What the
+    tests check is who may log in and when, not PBKDF2 (Django's own advice: a fast hasher in tests)."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True)

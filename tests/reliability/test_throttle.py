@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-import pytest
 import time_machine
 from django.test import Client
 from django.utils import timezone
@@ -22,14 +21,6 @@ DAY = timedelta(days=1)
 
 def locked(seconds: int) -> str:
     return f"Too many failed log-ins from this address. Try again in {seconds} seconds."
-
-
-@pytest.fixture
-def alice(settings, django_user_model):
-    # A failed login costs one password hash (≈ 0.3 s with the production hasher): a fast hasher
-    # keeps a simulated day of attacks short. The throttle decides before any hash is computed.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    return django_user_model.objects.create_user("alice", password="alice-password-1")
 
 
 def login(data: dict[str, str], address: str):
