@@ -54,7 +54,9 @@ class ApiClient:
 def _fast_password_hashing():
     """Hundreds of tests make a user with a password, and every log-in or failed log-in hashes one:
     the production hasher (PBKDF2) spends ≈ 0.25 s each here, ≈ 10 minutes of a suite. What the
-    tests check is who may log in and when, not PBKDF2 (Django's own advice: a fast hasher in tests)."""
+    tests check is who may log in and when, not PBKDF2 (Django's own advice: a fast hasher in tests).
+    A live server (tests/live.py, a subprocess) keeps the production hasher: a user it must log in
+    with a password is made through it, not here (the browser tests log in with one-time links)."""
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
 
