@@ -142,7 +142,7 @@ PARSERS: dict[str, Callable[[str], object]] = {
 }
 
 
-def elapsed(run: Callable[[Any], object], text: Any, tries: int = 1) -> float:
+def elapsed(run: Callable[[Any], object], text: Any, tries: int) -> float:
     """The best of up to `tries` runs (fewer when they are long): the least disturbed by others.
 
     Stopping after 5 s keeps a quadratic parser's worst case short (it takes seconds a run at
