@@ -26,17 +26,7 @@ from . import services
 from .engine import ranking, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors, WordLlamaBackend, get_embedder
 from .models import ItemVector, Job, Session
-from .storage import (
-    BULLET_FIELDS,
-    Bounds,
-    SessionSearch,
-    bullet_sizes,
-    kinds_present,
-    live_bullets,
-    other_model_vectors,
-    turn_details,
-    window_turns,
-)
+from .storage import Bounds, SessionSearch, kinds_present, other_model_vectors, turn_details, window_turns
 
 log = logging.getLogger(__name__)
 
@@ -153,39 +143,6 @@ def _details(session: Session, passages: list[retrieval.Passage]) -> dict[str, d
     }
 
 
-def _bullets(
-    history: SessionSearch, passages: list[retrieval.Passage], limit: int, room: int
-) -> tuple[list[dict], int]:
-    """Live history bullets that cite the returned hits, by the rank of the best hit they cite
-    (then by their first position), as many as `limit` and `room` tokens take."""
-    order = [t.turn.hash for p in passages if p.kind == "history" for t in p.turns if t.hit]
-    if not order or limit <= 0:
-        return [], 0
-    hits = set(order)
-    # Ranked from the citation index, and only their sizes read: a recall's hits are cited by
-    # ≈ 100 live bullets and it returns at most 3 (reading and decoding every one was ≈ 1 ms of a
-    # recall at 5,000 chunks).
-    citing = history.bullets_citing(order)
-    sizes = bullet_sizes(history.session_pk, "history", [pk for _, pk in citing], room)
-    ranked = sorted((n, sizes[pk][0], pk) for n, pk in citing if pk in sizes)
-    while True:
-        picked: list[int] = []
-        spent = 0
-        for _, _, pk in ranked:
-            if len(picked) >= limit:
-                break
-            if sizes[pk][1] <= room - spent:
-                picked.append(pk)
-                spent += sizes[pk][1]
-        rows = {b["id"]: b for b in live_bullets(history.session_pk, "history", picked)}
-        # The index is by 64 bits of each hash: a bullet that cites none of the hits in full goes.
-        # (Or it was superseded since the index was read: a compaction committed meanwhile.)
-        wrong = {pk for pk in picked if pk not in rows or not hits.intersection(rows[pk]["hash_refs"])}
-        if not wrong:
-            return [{k: rows[pk][k] for k in BULLET_FIELDS[:6]} for pk in picked], spent
-        ranked = [r for r in ranked if r[2] not in wrong]
-
-
 # Query embeddings run here while the request's thread does the keyword searches: onnxruntime lets
 # go of the GIL, so on two cores they overlap (at 5,000 turns the embedding takes ≈ 6.7 ms beside
 # them against ≈ 4 ms alone, and still a recall is ≈ 1 ms faster than embedding first).
@@ -272,7 +229,10 @@ def recall(
     passages, spent = retrieval.assemble(
         hits, turns, window=policy_of.window, max_tokens=budget, max_passages=policy_of.max_passages
     )
-    bullets, bullet_tokens = _bullets(searches["history"], passages, policy_of.max_bullets, budget - spent)
+    hit_hashes = [t.turn.hash for p in passages if p.kind == "history" for t in p.turns if t.hit]
+    bullets, bullet_tokens = searches["history"].bullets_for_hits(
+        hit_hashes, policy_of.max_bullets, budget - spent
+    )
     results: dict[str, list[dict[str, Any]]] = {"history": [], "context": []}
     details = _details(session, passages)
     for p in passages:

@@ -1,6 +1,6 @@
 """One kind of one session as recall searches it: engine/ranking.py's `Search` over the database
 and the per-process caches, plus what recall's orchestration reads beside the ranking (keyword
-match, the most recent items, the bullets citing a hash)."""
+match, the most recent items, the live bullets citing the hits)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,17 @@ from ..engine.ranking import Candidate, positions
 from ..models import TIER_X, TIER_Y, Item, local_time
 from .caches import item_cache, keyword_cache, table_state, vector_cache
 from .fts import bm25_search, fts_search
-from .reads import item_rows, item_texts, items_within, pending_speakers, recall_version, substring_search
+from .reads import (
+    BULLET_FIELDS,
+    bullet_sizes,
+    item_rows,
+    item_texts,
+    items_within,
+    live_bullets,
+    pending_speakers,
+    recall_version,
+    substring_search,
+)
 from .recall_indexes import archived_speakers, citations, hash_key, uncited_archived
 from .rows import moment
 from .sql import NO_BOUNDS, Bounds
@@ -232,3 +242,33 @@ class SessionSearch:
             for pk in found if isinstance(found, tuple) else () if found is None else (found,):
                 first.setdefault(pk, n)
         return [(n, pk) for pk, n in first.items()]
+
+    def bullets_for_hits(self, hashes: Sequence[str], limit: int, room: int) -> tuple[list[dict], int]:
+        """Live bullets that cite the hits `hashes` (best first), by the rank of the best hit they
+        cite (then by their first position), as many as `limit` and `room` tokens take; with the
+        tokens they spend."""
+        if not hashes or limit <= 0:
+            return [], 0
+        hits = set(hashes)
+        # Ranked from the citation index, and only their sizes read: a recall's hits are cited by
+        # ≈ 100 live bullets and it returns at most 3 (reading and decoding every one was ≈ 1 ms of a
+        # recall at 5,000 chunks).
+        citing = self.bullets_citing(hashes)
+        sizes = bullet_sizes(self.session_pk, self.kind, [pk for _, pk in citing], room)
+        ranked = sorted((n, sizes[pk][0], pk) for n, pk in citing if pk in sizes)
+        while True:
+            picked: list[int] = []
+            spent = 0
+            for _, _, pk in ranked:
+                if len(picked) >= limit:
+                    break
+                if sizes[pk][1] <= room - spent:
+                    picked.append(pk)
+                    spent += sizes[pk][1]
+            rows = {b["id"]: b for b in live_bullets(self.session_pk, self.kind, picked)}
+            # The index is by 64 bits of each hash: a bullet that cites none of the hits in full
+            # goes. (Or it was superseded since the index was read: a compaction committed meanwhile.)
+            wrong = {pk for pk in picked if pk not in rows or not hits.intersection(rows[pk]["hash_refs"])}
+            if not wrong:
+                return [{k: rows[pk][k] for k in BULLET_FIELDS[:6]} for pk in picked], spent
+            ranked = [r for r in ranked if r[2] not in wrong]
