@@ -19,7 +19,7 @@ from google.genai import types
 from ottoweb_client import Ottoweb
 from ottoweb_client.adk import OttowebMemoryService, session_id_for
 
-from tests.live import Instance, run_coroutine
+from tests.live import run_coroutine
 
 pytestmark = pytest.mark.slow
 
@@ -75,14 +75,6 @@ async def stored(runner: Runner, session: Session) -> Session:
     )
     assert found is not None
     return found
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    instance = Instance(tmp_path_factory.mktemp("adk"), OTTO_COMPACTION="inline")
-    instance.start_web(production=True)
-    yield instance
-    instance.close()
 
 
 def turns(client: Ottoweb) -> list[tuple[str, str, str, str]]:

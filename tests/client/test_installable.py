@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import ROOT, Instance
+from tests.live import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the package, not the database, is tested
 
@@ -40,14 +40,6 @@ AGENT = textwrap.dedent(
     }))
     """
 )
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    instance = Instance(tmp_path_factory.mktemp("installable"), OTTO_COMPACTION="inline")
-    instance.start_web(production=True)
-    yield instance
-    instance.close()
 
 
 def run(*argv: str | Path, cwd: Path) -> str:

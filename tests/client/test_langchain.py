@@ -33,17 +33,9 @@ from ottoweb_client.langchain import (
 )
 
 from memory.engine.tokens import count_tokens
-from tests.live import Instance, run_coroutine
+from tests.live import run_coroutine
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the adapters, not the database, are tested
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    instance = Instance(tmp_path_factory.mktemp("langchain"), OTTO_COMPACTION="inline")
-    instance.start_web(production=True)
-    yield instance
-    instance.close()
 
 
 @pytest.fixture(scope="module")
