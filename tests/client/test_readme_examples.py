@@ -6,6 +6,7 @@ tested against stub providers in this folder.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -50,28 +51,51 @@ def run_example(code: str, server: Instance, tmp_path) -> str:
     return done.stdout
 
 
-def test_the_readme_client_example_runs_and_prints_what_its_comment_says(server, tmp_path):
-    out = run_example(example("README.md"), server, tmp_path)
+def test_the_readme_client_example_runs_and_prints_what_its_comment_says(fresh_server, tmp_path):
+    out = run_example(example("README.md"), fresh_server, tmp_path)
 
     assert "not_found no session 'nobody'" in out
 
 
-def test_the_client_readme_example_runs_and_finds_the_turn(server, tmp_path):
-    out = run_example(example("clients/python/README.md"), server, tmp_path)
+def test_the_client_readme_example_runs_and_finds_the_turn(fresh_server, tmp_path):
+    out = run_example(example("clients/python/README.md"), fresh_server, tmp_path)
 
     assert "We land in Lisbon at 7:40 on Friday." in out
 
 
-def test_the_mcp_example_runs_and_its_turn_arrives(server, tmp_path):
-    run_example(example("docs/mcp.md"), server, tmp_path)
+def test_the_mcp_example_runs_and_its_turn_arrives(fresh_server, tmp_path):
+    run_example(example("docs/mcp.md"), fresh_server, tmp_path)
 
-    view = Ottoweb(server.url, server.token).context("s1")
-    assert ("user", "hi") in [(t["role"], t["text"]) for t in view["x"]]
+    view = Ottoweb(fresh_server.url, fresh_server.token).context("s1")
+    assert [(t["role"], t["text"]) for t in view["x"]] == [("user", "hi")]  # created on first use
 
 
-def test_the_langchain_example_runs_and_recalls_the_note_it_stored(server, tmp_path):
+def test_the_langchain_example_runs_and_recalls_the_note_it_stored(fresh_server, tmp_path):
     (code,) = [c for c in examples("docs/integrations.md") if "langgraph" in c]
 
-    out = run_example(code, server, tmp_path).splitlines()
+    out = run_example(code, fresh_server, tmp_path).splitlines()
 
     assert out == ['["The user\'s dog is called Biscuit."]', "Noted."]
+
+
+def test_the_readme_curl_lines_all_answer_as_a_success(fresh_server, tmp_path):
+    blocks = [
+        b for b in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S) if "curl" in b
+    ]
+    script = "\n".join(blocks)
+    token_command = "$(.venv/bin/python manage.py create_token alice)"
+    assert token_command in script and "localhost:8000/" in script, "the curl lines' token or address moved"
+    script = script.replace(token_command, fresh_server.token).replace(
+        "localhost:8000/", fresh_server.url + "/"
+    )
+    # Every curl fails the script on a 4xx or 5xx (curl's exit 22), and prints what it answered.
+    prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; echo; }\n'
+
+    done = subprocess.run(
+        ["bash", "-c", prelude + script], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    exported = json.loads((tmp_path / "demo.json").read_text())
+    assert "Never deploy on Fridays." in json.dumps(exported)
+    assert '"tenant is acme.com"' in done.stdout  # the scoped note found again
