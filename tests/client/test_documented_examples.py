@@ -1,21 +1,24 @@
 """The Python examples the READMEs, docs/mcp.md and docs/integrations.md show run as written against
 a live server: a user copies them first, and an example that fails on its first line (a session never
 created, a method renamed) tells them the product is broken. Only the server's address and the token
-are put in. (The OpenAI Agents SDK and Google ADK examples call a model provider; their adapters are
-tested against stub providers in this folder.)"""
+are put in. The OpenAI Agents SDK and Google ADK examples call a model provider: a local stub of its API
+answers them, reached through the provider library's own base-URL setting."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 from ottoweb_client import Ottoweb
 
 from tests.live import ROOT, Instance
+from tests.stubs import StubServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the examples, not the database, are tested
 
@@ -34,18 +37,23 @@ def example(path: str) -> str:
     return code
 
 
-def run_example(code: str, server: Instance, tmp_path) -> str:
+def run_example(code: str, server: Instance, tmp_path, **env: str) -> str:
     assert README_URL in code and any(p in code for p in TOKEN_PLACEHOLDERS), (
         "the example's address or token moved"
     )
     code = code.replace(README_URL, server.url)
     code = code.replace("otto_…", server.token).replace('"..."', repr(server.token))
-    if "await " in code:  # shown as a notebook or `python -m asyncio` would run it
+    if re.search(r"^(await|async with|async for) ", code, flags=re.M):  # as `python -m asyncio` runs it
         code = (
             "import asyncio\nasync def main():\n" + textwrap.indent(code, "    ") + "\nasyncio.run(main())\n"
         )
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -99,3 +107,78 @@ def test_the_readme_curl_lines_all_answer_as_a_success(fresh_server, tmp_path):
     exported = json.loads((tmp_path / "demo.json").read_text())
     assert "Never deploy on Fridays." in json.dumps(exported)
     assert '"tenant is acme.com"' in done.stdout  # the scoped note found again
+
+
+def responses_stub(path: str, body: dict) -> tuple[int, dict]:
+    """OpenAI's Responses API: asked anything, call `recall`; given what it found, say it."""
+    found = [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+    if found:
+        item = {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": f"From memory: {found[-1]}", "annotations": []}],
+        }
+    else:
+        query = json.dumps({"query": "replacement order shipped"})
+        item = {
+            "id": "fc_1",
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "recall",
+            "arguments": query,
+        }
+    return 200, {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": body["model"],
+        "status": "completed",
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def test_the_openai_agents_example_runs_its_recall_tool_and_keeps_the_conversation(fresh_server, tmp_path):
+    (code,) = [c for c in examples("docs/integrations.md") if "from agents import" in c]
+    otto = Ottoweb(fresh_server.url, fresh_server.token)
+    otto.create_session("support-42", x_budget=4000, y_budget=12000)
+    otto.append("support-42", "assistant", "The replacement order shipped to the Porto warehouse.")
+
+    with StubServer(responses_stub) as stub:
+        out = run_example(
+            code,
+            fresh_server,
+            tmp_path,
+            OPENAI_BASE_URL=stub.url + "/v1",
+            OPENAI_API_KEY="sk-stub",
+            OPENAI_AGENTS_DISABLE_TRACING="1",
+        )
+
+    assert "From memory:" in out and "Porto warehouse" in out  # the tool called recall and got the turn
+    assert [path for path, _, _ in stub.requests] == ["/v1/responses", "/v1/responses"]
+    said = [t["text"] for t in otto.context("support-42")["x"]]
+    assert said[1] == "Where did we ship the replacement order?" and "Porto warehouse" in said[-1]
+
+
+def gemini_stub(path: str, body: dict) -> tuple[int, dict]:
+    """Gemini's generateContent: "Noted." to anything."""
+    assert path.endswith("/models/gemini-2.0-flash:generateContent"), path
+    return 200, {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "Noted."}]}, "finishReason": "STOP"}]
+    }
+
+
+def test_the_adk_example_remembers_the_first_session_and_finds_it(fresh_server, tmp_path):
+    (code,) = [c for c in examples("docs/integrations.md") if "google.adk" in c]
+
+    with StubServer(gemini_stub) as stub:
+        out = run_example(
+            code, fresh_server, tmp_path, GOOGLE_GEMINI_BASE_URL=stub.url, GOOGLE_API_KEY="stub-key"
+        )
+
+    assert stub.requests  # the agent's model was called, through google-genai
+    assert "user My sister Ana moved to Lisbon in May." in out
