@@ -182,3 +182,16 @@ def test_the_adk_example_remembers_the_first_session_and_finds_it(fresh_server, 
 
     assert stub.requests  # the agent's model was called, through google-genai
     assert "user My sister Ana moved to Lisbon in May." in out
+
+
+def test_every_python_example_of_the_docs_is_one_of_those_run_here():
+    documents = [ROOT / "README.md", ROOT / "clients/python/README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    shown = {str(d.relative_to(ROOT)): len(examples(str(d.relative_to(ROOT)))) for d in documents}
+
+    # A new example goes into a test above, then into this list.
+    assert {path: n for path, n in shown.items() if n} == {
+        "README.md": 1,
+        "clients/python/README.md": 1,
+        "docs/integrations.md": 3,
+        "docs/mcp.md": 1,
+    }
