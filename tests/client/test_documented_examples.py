@@ -24,11 +24,11 @@ pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the examples, not th
 
 README_URL = "http://127.0.0.1:8000"
 # How the examples spell the token they cannot know: inside a string, or as the whole string.
-TOKEN_PLACEHOLDERS = ("otto_…", '"..."')
+TOKEN_PLACEHOLDERS = {"otto_…": lambda token: token, '"..."': repr}
 
 
-def examples(path: str) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", (ROOT / path).read_text(), flags=re.S)
+def examples(path: str, language: str = "python") -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", (ROOT / path).read_text(), flags=re.S)
 
 
 def example(path: str) -> str:
@@ -42,7 +42,8 @@ def run_example(code: str, server: Instance, tmp_path, **env: str) -> str:
         "the example's address or token moved"
     )
     code = code.replace(README_URL, server.url)
-    code = code.replace("otto_…", server.token).replace('"..."', repr(server.token))
+    for placeholder, spelled in TOKEN_PLACEHOLDERS.items():
+        code = code.replace(placeholder, spelled(server.token))
     if re.search(r"^(await|async with|async for) ", code, flags=re.M):  # as `python -m asyncio` runs it
         code = (
             "import asyncio\nasync def main():\n" + textwrap.indent(code, "    ") + "\nasyncio.run(main())\n"
@@ -87,9 +88,7 @@ def test_the_langchain_example_runs_and_recalls_the_note_it_stored(fresh_server,
 
 
 def test_the_readme_curl_lines_all_answer_as_a_success(fresh_server, tmp_path):
-    blocks = [
-        b for b in re.findall(r"```sh\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S) if "curl" in b
-    ]
+    blocks = [b for b in examples("README.md", "sh") if "curl" in b]
     script = "\n".join(blocks)
     token_command = "$(.venv/bin/python manage.py create_token alice)"
     assert token_command in script and "localhost:8000/" in script, "the curl lines' token or address moved"
