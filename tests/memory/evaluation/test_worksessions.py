@@ -91,6 +91,18 @@ def test_the_holdout_is_every_third_session_and_shares_none_with_dev():
     assert all(json.dumps(s["conversation"], sort_keys=True) not in dev_texts for s in holdout)
 
 
+def test_the_extra_split_is_new_sessions_of_the_same_kind_after_the_set(everything):
+    extra = worksessions.build("extra")
+    assert [s["sample_id"] for s in extra] == [f"work-{n:02d}" for n in range(22, 22 + worksessions.EXTRA)]
+    # New conversations, not the set's under other numbers; each keeps the set's promises.
+    known = {json.dumps(s["conversation"], sort_keys=True) for s in everything}
+    assert all(json.dumps(s["conversation"], sort_keys=True) not in known for s in extra)
+    for conv in locomo.load(extra):
+        assert 300 <= len(conv.turns) <= 1000
+        assert conv.questions and all(q.evidence for q in conv.questions) and not conv.dropped_evidence
+    assert json.dumps(extra) == json.dumps(worksessions.build("extra"))  # seeded: the same every run
+
+
 def test_turns_carry_roles_names_and_times_and_tools_print_long_outputs(loaded):
     roles = Counter(t.role for conv in loaded for t in conv.turns)
     assert set(roles) == {"user", "assistant", "tool"}
