@@ -21,7 +21,7 @@ from ottoweb_client.adk import OttowebMemoryService, session_id_for
 
 from tests.live import run_coroutine
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the adapter, not the database, is tested
 
 APP, USER = "trips", "u-1"
 FACT = "My sister Ana moved to Lisbon in May and teaches piano there."

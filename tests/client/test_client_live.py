@@ -7,7 +7,7 @@ from ottoweb_client import Ottoweb, OttowebError
 
 from tests.live import Instance, free_port
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the client, not the database, is tested
 
 
 @pytest.fixture(scope="module")

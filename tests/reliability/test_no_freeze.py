@@ -22,7 +22,8 @@ import pytest
 from memory.api.runs import MAX_ARGUMENTS_CHARS
 from tests.live import Instance
 
-pytestmark = pytest.mark.slow
+# What could freeze the server is its parsers' CPU, the same whichever database is behind it.
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]
 
 # The message limit is lowered so that a fit at it stays short; every string is at its real limit.
 FIT_MESSAGES = 1_000

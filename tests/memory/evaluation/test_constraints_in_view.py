@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from memory.engine.memstore import InMemoryStore
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from memory.evaluation.synthetic import chatter
+
+# The engine's queue in memory, no database: once is enough (`make test`, not `make test-postgres`).
+pytestmark = pytest.mark.sqlite_pass
 
 CONSTRAINTS = [
     "My daughter has a severe nut allergy, so no recipe may contain peanuts or almonds.",

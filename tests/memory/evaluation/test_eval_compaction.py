@@ -11,6 +11,9 @@ from django.core.management.base import CommandError
 from memory.evaluation import compaction as ec
 from memory.evaluation.synthetic import conversation, plant_positions
 
+# The engine replayed with no database: once is enough (`make test`, not `make test-postgres`).
+pytestmark = pytest.mark.sqlite_pass
+
 ROWS = ["type-blind", "type-blind, tight budget", "protected", "protected, tight budget"]
 CELL = re.compile(r"^(?P<label>\S.*?)\s{2,}(?P<cells>\d+/\d+(?:\s+\d+/\d+)*)$")
 

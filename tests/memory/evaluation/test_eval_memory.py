@@ -11,7 +11,8 @@ import pytest
 from memory.evaluation import locomo
 from tests.memory.evaluation.conftest import run_manage
 
-pytestmark = pytest.mark.slow
+# The harness is tested, not the database: recall on PostgreSQL has its own tests (tests/memory).
+pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]
 
 
 def run(*args: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:

@@ -14,6 +14,9 @@ from memory.evaluation import locomo
 from memory.evaluation import view as ev
 from tests.memory.evaluation.conftest import run_manage
 
+# The harness is tested, not the database: the view on PostgreSQL has its own tests (tests/memory).
+pytestmark = pytest.mark.sqlite_pass
+
 
 def conversation() -> locomo.Conversation:
     date = "1:56 pm on 8 May, 2023"
