@@ -20,7 +20,7 @@ from typing import Protocol
 
 from . import tokens as tok
 from .reply_parser import parse_reply
-from .salience import INSTRUCTION, instruction_score, is_instruction, sentences
+from .salience import INSTRUCTION, fact_score, instruction_score, is_instruction, sentences
 from .types import Bullet, Item, calendar_day
 
 log = logging.getLogger(__name__)
@@ -222,21 +222,25 @@ def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[li
     return bullets, merges
 
 
-def _staying_power(bullet: Bullet) -> float:
-    """0 for chatter, which leaves first whatever its age; an instruction's score otherwise, so
-    that among instructions the weakest-worded leave first."""
+def _staying_power(bullet: Bullet) -> tuple[float, float]:
+    """(instruction, facts): 0 then the instruction's score, so that chatter leaves before any
+    instruction and the weakest-worded instructions before the others; then the turn's most
+    factual sentence (`salience.fact_score`: names, numbers, days, plans), so that among equals
+    "ok, thanks" leaves before "my new manager is Priya Raman"."""
     score = instruction_score(bullet.text)
-    return score if score >= INSTRUCTION else 0.0
+    facts = max((fact_score(s) for s in sentences(bullet.text)), default=0.0)
+    return (score if score >= INSTRUCTION else 0.0), facts
 
 
 def _leaving(protected: Sequence[Bullet], target: int) -> list[Bullet]:
     """The protected bullets that leave the view so the rest fit `target`: chatter before
     instructions (a turn with a sentence scoring `salience.INSTRUCTION`), the weakest instructions
-    before the strongest, the oldest first among equals; a pinned one never."""
+    before the strongest, the turns telling the fewest facts first among equals, then the oldest;
+    a pinned one never."""
     kept = sum(b.tokens for b in protected)
     leaving: list[Bullet] = []
     movable = sorted(
-        (b for b in protected if not b.pinned), key=lambda b: (_staying_power(b), b.first_position)
+        (b for b in protected if not b.pinned), key=lambda b: (*_staying_power(b), b.first_position)
     )
     for bullet in movable:
         if kept <= target:

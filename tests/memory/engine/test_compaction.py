@@ -50,6 +50,31 @@ def test_when_the_protected_share_is_full_chatter_leaves_before_instructions():
     assert quoted == [said[1], said[2], said[4]]
 
 
+def test_among_chatter_the_turns_telling_the_fewest_facts_leave_first_whatever_their_age():
+    said = [
+        "My new manager is Priya Raman, she starts on Monday 14 March.",  # the oldest, a fact
+        "Thanks, looks good to me.",
+        "Can you have a look at that again?",
+        "We moved the launch to Lisbon in September.",
+        "Nice, that was quick.",
+    ]
+    assert not any(is_instruction(s) for text in said for s in sentences(text))
+    raw = [item(n, "user", text, protected=True) for n, text in enumerate(said)]
+    room = sum(tokens.count_tokens(t) for t in (said[0], said[3])) + 1
+
+    result = plan_compaction(
+        raw, [], extractive_summarize, generation=1, target_tokens=400, protected_target=room
+    )
+
+    # Oldest first would have sent the manager's name out first; the reactions and the request go.
+    assert [b.text for b in result.bullets if b.protected] == [said[0], said[3]]
+    assert [b.text for b in result.bullets if not b.protected and b.role == "user"] == [
+        said[1],
+        said[2],
+        said[4],
+    ]
+
+
 def test_a_pinned_turn_never_leaves_the_view_through_many_compactions():
     store = InMemoryStore()
     queue = TieredQueue(store, x_budget=60, y_budget=200, summarize=extractive_summarize, protected_share=0.5)
