@@ -9,7 +9,8 @@ same in every compaction and every session):
   (docs/sessions.md, "A person's words in a bounded view").
 - `fact_score`: how much a sentence carries that a later question could ask about — names,
   numbers, dates, places, plans, decisions, preferences — against greetings and chatter. The
-  offline summariser keeps the highest-scoring parts of the turns it summarises.
+  offline summariser keeps the highest-scoring parts of the turns it summarises, and among a
+  person's turns of equal instruction score, the least factual leave the view first.
 """
 
 from __future__ import annotations
