@@ -43,6 +43,8 @@ class Instance:
             # Each instance gets its own database, as a second deployment would.
             self.database = f"otto_live_{self.port}"
             placed = f' TABLESPACE "{tablespace}"' if tablespace else ""
+            # The port is free, so a database of its name is what a killed earlier run left.
+            postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
             postgres(f'CREATE DATABASE "{self.database}"{placed}')
             self.env["OTTO_PG_NAME"] = self.database
         self.web: subprocess.Popen[bytes] | None = None
