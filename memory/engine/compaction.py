@@ -13,6 +13,7 @@ The prompt is built here (`build_prompt`); the reply is read by `reply_parser`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -160,12 +161,29 @@ def is_quote(bullet: Bullet) -> bool:
     return not bullet.protected and bool(bullet.role)
 
 
+def _words(text: str) -> str:
+    """The text's words, lower case, punctuation out: what makes two sayings the same."""
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+def _repeats(a: Bullet, b: Bullet) -> bool:
+    """Whether quote `b` says word for word what `a` or one of the quotes merged into it says
+    ("Run the tests again." and "run the tests again!"). Whole sayings only: "deploy to staging"
+    is no repeat of "don't deploy to staging until Friday"."""
+    return _words(b.text) in {_words(part) for part in a.text.split(" / ")}
+
+
 def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
     half = MAX_MERGED_TOKENS // 2
     quotes = is_quote(a) and a.role == b.role
     # Two quotes of one role merge into a quote, whose instructions stay whole.
     shorten = quote_excerpt if quotes else _excerpt
-    text = f"{shorten(a.text, half)} / {shorten(b.text, half)}"
+    if quotes and _repeats(a, b):
+        # The person said it again ("thanks!", "run the tests again"): one copy cites both turns,
+        # and the room goes to words not yet quoted.
+        text = a.text
+    else:
+        text = f"{shorten(a.text, half)} / {shorten(b.text, half)}"
     refs = tuple(dict.fromkeys(a.hash_refs + b.hash_refs))
     return Bullet(
         text=text,
@@ -178,6 +196,20 @@ def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
         name=a.name if a.name == b.name else "",
         occurred_at=min((t for t in (a.occurred_at, b.occurred_at) if t), default=None),
     )
+
+
+def _collapse_repeats(quotes: list[Bullet], generation: int) -> list[Bullet]:
+    """Quotes in time order, each that an earlier quote of its role already holds word for word
+    folded into that one (`_merge` keeps its text and cites both): a request the person repeated
+    ("run the tests again") is quoted once."""
+    kept: list[Bullet] = []
+    for quote in quotes:
+        held = next((i for i, k in enumerate(kept) if k.role == quote.role and _repeats(k, quote)), None)
+        if held is None:
+            kept.append(quote)
+        else:
+            kept[held] = _merge(kept[held], quote, generation)
+    return kept
 
 
 def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[list[Bullet], int]:
@@ -320,7 +352,8 @@ def plan_compaction(
         # share near 1 leaves them little, and the generation still fits Y.
         kept = sum(b.tokens for b in protected)
         room = min(int(target_tokens * QUOTE_FRACTION), max(0, target_tokens - kept))
-        quotes, merged = _fit(sorted(quotes, key=lambda b: b.first_position), room, generation)
+        quotes = _collapse_repeats(sorted(quotes, key=lambda b: b.first_position), generation)
+        quotes, merged = _fit(quotes, room, generation)
         result.merged += merged
     protected.sort(key=lambda b: b.first_position)
     free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))

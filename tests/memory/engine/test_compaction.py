@@ -234,3 +234,22 @@ def test_a_round_with_no_raw_turn_to_summarise_is_not_planned():
             assert queue.plan() is None
             stuck += 1
     assert stuck > 0
+
+
+def test_a_request_the_person_repeated_is_quoted_once_citing_every_time_it_was_said():
+    said = ["Run the tests again.", "Keep the API paths unchanged, please.", "run the tests again!"] * 4
+    said += ["Thanks, that works.", "Don't run the tests again before lunch."]
+    raw = [item(n, "user", text, protected=True) for n, text in enumerate(said)]
+    # The turns must leave the view and their quotes be merged to fit.
+    result = plan_compaction(
+        raw, [], extractive_summarize, generation=1, target_tokens=120, protected_target=1
+    )
+
+    quotes = [b for b in result.bullets if b.role == "user" and not b.protected]
+    quoted = " / ".join(b.text for b in quotes)
+    assert [part.lower() for part in quoted.split(" / ")].count("run the tests again.") == 1
+    assert quoted.count("Keep the API paths unchanged") == 1
+    assert "Thanks, that works." in quoted
+    # Only whole sayings are repeats: this one holds the words of another, and says the opposite.
+    assert "Don't run the tests again before lunch." in quoted
+    assert {h for b in quotes for h in b.hash_refs} == {r.hash for r in raw}
