@@ -68,6 +68,8 @@ class ImportForm(forms.Form):
             document = parsing.loads(upload.read().decode("utf-8"))
         except parsing.TooDeep as exc:
             raise forms.ValidationError(f"The file is refused: {exc}.", code="too_deep") from None
+        except parsing.TooLong as exc:
+            raise forms.ValidationError(f"The file is refused: {exc}.", code="too_long") from None
         except UnicodeDecodeError:
             raise forms.ValidationError("The file is not UTF-8 text.", code="not_text") from None
         except json.JSONDecodeError as exc:
