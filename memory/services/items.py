@@ -3,18 +3,18 @@ newest back."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ottoweb.errors import Conflict, Invalid, TooLarge
+from ottoweb.errors import Conflict, Invalid, NotFound, TooLarge
 
 from ..engine.hashing import content_hash
 from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
@@ -160,7 +160,7 @@ def append_items(
         for index, draft in enumerate(drafts)
         if draft.pinned
     ]
-    with transaction.atomic(), ExitStack() as batches:
+    with _while_the_session_exists(session), transaction.atomic(), ExitStack() as batches:
         if pins:
             # Under the tiers' lock, which the appends below take anyway: no other pin takes the room.
             lookups.tier_state(session.pk, "history", lock=True)
@@ -191,6 +191,20 @@ def append_items(
             schedule_embedding(session, kind)
     embed_appended(session, queues, len(items))
     return outcomes
+
+
+@contextmanager
+def _while_the_session_exists(session: Session) -> Iterator[None]:
+    """A write that loses a race with the session's delete (its rows' foreign key fails) is the
+    client's 404, not a fault of the database: the transaction inside has rolled back whole."""
+    try:
+        yield
+    except IntegrityError:
+        if Session.objects.filter(pk=session.pk).exists():
+            raise
+        raise NotFound(
+            f"session {session.sid!r} was deleted while the turns were appended; nothing was written"
+        ) from None
 
 
 def store_context_items(*, session: Session, items: Sequence[NewItem]) -> int:

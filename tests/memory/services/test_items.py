@@ -81,3 +81,27 @@ def test_a_batch_at_both_limits_is_taken_whole(alice_api, session, settings):
     assert response.status_code == 201, response.content
     assert [i["position"] for i in response.json()["items"]] == list(range(1000))
     assert Item.objects.count() == 1000
+
+
+@pytest.mark.django_db(transaction=True)  # committed as in production, where the foreign key is checked
+def test_an_append_racing_the_sessions_delete_is_404_not_a_database_fault(alice_api, session, monkeypatch):
+    # The request found the session; the delete lands before its append writes (as when another
+    # client deletes it mid-request). The client is told the session is gone, not to retry later.
+    from memory import services
+    from memory.models import Session
+    from memory.services import items as item_service
+
+    queue_for = item_service.queue_for
+
+    def deleted_meanwhile(session, kind):
+        if Session.objects.filter(pk=session.pk).exists():
+            services.delete_session(session=Session.objects.get(pk=session.pk))
+        return queue_for(session, kind)
+
+    monkeypatch.setattr(item_service, "queue_for", deleted_meanwhile)
+
+    response = alice_api.post("/api/v1/sessions/s/items", {"role": "user", "text": "one"})
+
+    assert_refused(response, 404, "session 's' was deleted while the turns were appended; nothing was written")
+    assert response.json()["code"] == "not_found"
+    assert_nothing_written()
