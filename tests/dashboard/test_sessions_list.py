@@ -135,7 +135,10 @@ def test_import_keeps_the_files_id_when_none_is_given(alice_web, compacted):
             b'{"a": ' * 5000 + b"1" + b"}" * 5000,
             "The file is refused: the JSON nests deeper than 64 levels of arrays and objects (the limit).",
         ),
-        (b'{"a": ' + b"1" * 5000 + b"}", "The file is refused: a number in the JSON has 5,000 digits, past the 4,300"),
+        (
+            b'{"a": ' + b"1" * 5000 + b"}",
+            "The file is refused: a number in the JSON has 5,000 digits, past the 4,300",
+        ),
     ],
 )
 def test_import_of_a_file_that_is_no_document_says_why(alice_web, raw, message):

@@ -102,6 +102,8 @@ def test_an_append_racing_the_sessions_delete_is_404_not_a_database_fault(alice_
 
     response = alice_api.post("/api/v1/sessions/s/items", {"role": "user", "text": "one"})
 
-    assert_refused(response, 404, "session 's' was deleted while the turns were appended; nothing was written")
+    assert_refused(
+        response, 404, "session 's' was deleted while the turns were appended; nothing was written"
+    )
     assert response.json()["code"] == "not_found"
     assert_nothing_written()
