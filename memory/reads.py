@@ -87,24 +87,25 @@ def session_context(session: Session, kind: str = "history") -> dict[str, Any]:
 
 
 def _within_y(y_raw: list[Item], *, room: int) -> tuple[list[Item], list[Item]]:
-    """Y's raw turns that fit in `room` (the pinned ones and the newest), and the others held back.
+    """Y's raw turns that fit in `room`, and the others held back.
 
     Between the append that overflows Y and the compaction that shrinks it (a job the worker has
     not run yet, or a worker that is down), Y's raw turns would make the prompt view outgrow its
-    budget. The oldest are held back instead: nothing is lost — they are stored, recall finds them,
-    and the compaction turns them into bullets — and the view stays within X + Y. A pinned turn is
-    never held back: when the pinned turns alone do not fit beside the bullets, the view is over
-    budget (the context says so) until the compaction carries them.
+    budget. Some are held back instead: nothing is lost — they are stored, recall finds them, and
+    the compaction turns them into bullets — and the view stays within X + Y. The pinned turns are
+    shown whatever the room (when they alone do not fit beside the bullets, the view is over budget,
+    and the context says so, until the compaction carries them); then the person's turns, then the
+    others, each newest first. A turn too large for what is left is held back and the older ones
+    are still tried: one huge tool output must not take the person's instruction out with it.
     """
-    spent = sum(row.tokens for row in y_raw if row.pinned)
     shown: set[int] = {row.position for row in y_raw if row.pinned}
-    for row in reversed(y_raw):
-        if row.pinned:
-            continue
-        if spent + row.tokens > room:
-            break
-        shown.add(row.position)
-        spent += row.tokens
+    spent = sum(row.tokens for row in y_raw if row.pinned)
+    for persons in (True, False):
+        for row in reversed(y_raw):
+            if row.pinned or row.protected != persons or spent + row.tokens > room:
+                continue
+            shown.add(row.position)
+            spent += row.tokens
     return [r for r in y_raw if r.position in shown], [r for r in y_raw if r.position not in shown]
 
 

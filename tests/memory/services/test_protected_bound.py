@@ -172,3 +172,53 @@ def test_with_no_worker_to_compact_the_view_holds_back_the_oldest_turns_and_stay
     shown = [t["text"] for t in context["y_raw"] + context["x"]]
     assert shown == texts[len(texts) - len(shown) :]  # the newest, in order
     assert texts[3] in [t["text"] for p in recalled["results"]["history"] for t in p["turns"]]
+
+
+@pytest.mark.django_db
+def test_while_a_compaction_is_due_one_huge_tool_output_does_not_hold_back_the_persons_instruction(alice_api):
+    from django.test import override_settings
+
+    alice_api.post("/api/v1/sessions", {"id": "huge", "x_budget": 300, "y_budget": 800})
+    output = "line ok\n" * 270  # larger than Y alone
+    assert tok.count_tokens(output) > 800
+    with override_settings(OTTO_COMPACTION="job"):  # no worker here: the compaction stays due
+        for role, text in [
+            ("user", "Never use sudo on this machine."),
+            ("assistant", "Understood."),
+            ("tool", output),
+        ]:
+            assert (
+                alice_api.post("/api/v1/sessions/huge/items", {"role": role, "text": text}).status_code == 201
+            )
+
+    context = alice_api.get("/api/v1/sessions/huge/context").json()
+
+    assert [t["text"] for t in context["y_raw"] + context["x"]] == [
+        "Never use sudo on this machine.",
+        "Understood.",
+    ]
+    assert "Never use sudo on this machine." in context["text"]
+    assert (context["held_back"], context["over_budget"]) == (1, False)
+    assert context["tokens"]["total"] <= 300 + 800
+
+
+@pytest.mark.django_db
+def test_while_a_compaction_is_due_the_persons_turns_are_shown_before_newer_turns_of_the_agent(alice_api):
+    from django.test import override_settings
+
+    alice_api.post("/api/v1/sessions", {"id": "first", "x_budget": 300, "y_budget": 800})
+    instruction = "Never use sudo on this machine."
+    # The agent's answer alone all but fills Y: shown newest first, it would hold the instruction back.
+    answer = "Checked the host. " + "The disk is fine. " * 160
+    answer = tok.truncate_to_tokens(answer, 800 - tok.count_tokens(instruction) + 2)
+    with override_settings(OTTO_COMPACTION="job"):
+        for role, text in [("user", instruction), ("assistant", answer), ("tool", "line ok\n" * 270)]:
+            assert (
+                alice_api.post("/api/v1/sessions/first/items", {"role": role, "text": text}).status_code
+                == 201
+            )
+
+    context = alice_api.get("/api/v1/sessions/first/context").json()
+
+    assert [t["text"] for t in context["y_raw"] + context["x"]] == [instruction]
+    assert context["held_back"] == 2
