@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from .engine import embeddings, summarizers
-from .engine.compaction import SourceItem, Summarizer, build_prompt
 from .engine.embeddings import Embedder, EmbeddingUnavailable, Vectors, normalise
+from .engine.prompt import SourceItem, Summarizer, build_prompt
 
 
 @dataclass

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Protocol
 
 from . import tokens as tok
+from .prompt import SourceItem, Summarizer
 from .reply_parser import parse_reply
 from .salience import INSTRUCTION, fact_score, instruction_score, is_instruction, sentences
 from .types import Bullet, Item, calendar_day
@@ -41,26 +42,6 @@ QUOTE_FRACTION = 0.25
 INSTRUCTION_REACH = 3
 
 
-@dataclass(frozen=True, slots=True)
-class SourceItem:
-    """A numbered item as the summariser sees it; `role` is "bullet" for a prior bullet.
-
-    `name` and `occurred_at` say who said it and when (a turn's own; empty for a bullet)."""
-
-    number: int
-    role: str
-    text: str
-    name: str = ""
-    occurred_at: datetime | None = None
-
-
-class Summarizer(Protocol):
-    """Numbered items to a reply of bullets citing them (`[sources: …]`), in about `budget` tokens
-    (None: the summariser's own judgement). A reply over budget is fitted by the engine."""
-
-    def __call__(self, items: Sequence[SourceItem], budget: int | None = None) -> str: ...
-
-
 @dataclass(slots=True)
 class CompactionResult:
     bullets: list[Bullet]
@@ -72,34 +53,6 @@ class CompactionResult:
     unparsed_lines: int = 0
     summarizer_error: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-PROMPT_HEADER = (
-    "Summarise the numbered items below into a short list of bullet points for an agent's memory.\n"
-    "Rules: one fact, decision or result per bullet; keep names, numbers, dates, file names and error\n"
-    "codes exactly; start every bullet with the day and who said it, as the item gives them\n"
-    '("8 May 2023 · Caroline: adopted a grey cat, Miso"), and turn relative days ("yesterday")\n'
-    "into dates; keep the names and dates of earlier bullets; end every bullet with [sources: N, M]\n"
-    "naming the item numbers it draws on; every item must be cited by at least one bullet. Reply\n"
-    "with the bullets only, one per line, each starting with '- '.\n"
-)
-
-
-def source_label(item: SourceItem) -> str:
-    """Who said an item and when, as the summariser's prompt shows it: "user · Caroline · 8 May 2023"."""
-    label = [item.role]
-    if item.name:
-        label.append(" ".join(item.name.split()))
-    if item.occurred_at is not None:
-        label.append(calendar_day(item.occurred_at))
-    return " · ".join(label)
-
-
-def build_prompt(items: Sequence[SourceItem], budget: int | None = None) -> str:
-    """The instruction a language-model summariser receives for these items."""
-    room = f"Keep the whole list within about {budget} tokens.\n" if budget else ""
-    lines = [f"[{item.number}] ({source_label(item)}) {item.text}" for item in items]
-    return PROMPT_HEADER + room + "\nItems:\n" + "\n".join(lines)
 
 
 def _excerpt(text: str, max_tokens: int) -> str:
@@ -358,7 +311,8 @@ def plan_compaction(
     protected.sort(key=lambda b: b.first_position)
     free_target = max(0, target_tokens - sum(b.tokens for b in protected) - sum(b.tokens for b in quotes))
 
-    numbered = [source for source, *_ in sources]
+    verbatim = sorted(b.first_position for b in protected + quotes)
+    numbered = [replace(s, segment=bisect_left(verbatim, first)) for s, _, first, _ in sources]
     result.summarised = len(numbered)
     reply = ""
     if numbered:
@@ -379,7 +333,7 @@ def plan_compaction(
                 hash_refs=refs,
                 generation=generation,
                 tokens=tok.count_tokens(p.text),
-                first_position=min(sources[n - 1][2] for n in p.sources),
+                first_position=_standing([sources[n - 1][2] for n in p.sources], verbatim),
                 occurred_at=_earliest(sources[n - 1][0].occurred_at for n in p.sources),
             )
         )
@@ -414,6 +368,14 @@ def plan_compaction(
     result.bullets = sorted(fitted + protected + quotes, key=lambda b: b.first_position)
     _check_reachable(raw, prior, result.bullets)
     return result
+
+
+def _standing(positions: Sequence[int], verbatim: Sequence[int]) -> int:
+    """Where a summary line stands: its earliest source, or, when its sources lie on both sides of
+    the person's verbatim turns, its earliest source after the last of them — whatever the
+    summariser joined, the view never shows an answer before the words it answers."""
+    last = max(bisect_left(verbatim, p) for p in positions)
+    return min(p for p in positions if bisect_left(verbatim, p) == last)
 
 
 def _earliest(times: Iterable[datetime | None]) -> datetime | None:

@@ -16,8 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from . import tokens as tok
-from .compaction import REABSTRACT, CompactionResult, Summarizer, is_quote, plan_compaction
+from .compaction import REABSTRACT, CompactionResult, is_quote, plan_compaction
 from .hashing import content_hash
+from .prompt import Summarizer
 from .types import Bullet, Draft, Item, TierStore, View, calendar_day
 
 # After a compaction the bullets fill at most this share of Y, and the newest raw turns of Y up to

@@ -1,7 +1,7 @@
 """A summariser's reply read back: its bullets, and the numbers of the items each one cites.
 
 The reply is free text from a language model (or the offline summariser), answering the prompt of
-`compaction.build_prompt`: one bullet a line, each ending with `[sources: N, M]`. A line that cannot
+`prompt.build_prompt`: one bullet a line, each ending with `[sources: N, M]`. A line that cannot
 be read as a bullet citing at least one existing item is counted and dropped; the items no bullet
 cites are the caller's to keep (compaction carries each as a bullet of its own).
 """

@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from . import tokens as tok
-from .compaction import SourceItem, Summarizer
+from .prompt import SourceItem, Summarizer
 from .salience import content_words, fact_score, sentences, words
 from .types import calendar_day
 

@@ -238,7 +238,8 @@ class Bullet:
 
     A protected bullet is a person's turn carried verbatim (`hash_refs` is its own hash); a pinned
     one is a pinned turn, which stays until it is unpinned. `first_position` is the earliest source
-    item's position, which keeps bullets in time order.
+    item's position, which keeps bullets in time order (a summary line drawing on turns on both
+    sides of the person's verbatim words: its earliest source after them, `compaction._standing`).
     """
 
     text: str

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 
 from memory.engine import bm25
 from memory.engine import tokens as tok
-from memory.engine.compaction import REABSTRACT, Summarizer
+from memory.engine.compaction import REABSTRACT
 from memory.engine.memstore import InMemoryStore
+from memory.engine.prompt import Summarizer
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from memory.engine.types import View

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .. import providers
-from ..engine.compaction import Summarizer
+from ..engine.prompt import Summarizer
 from ..engine.queue import Compacted, TieredQueue
 from ..engine.types import Bullet
 from ..models import TIER_ARCHIVED, Item, Session

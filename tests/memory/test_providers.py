@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from memory import providers
-from memory.engine.compaction import SourceItem
 from memory.engine.embeddings import EmbeddingUnavailable, build
+from memory.engine.prompt import SourceItem
 from memory.providers import GeminiBackend
 from tests.stubs import SlowChat, StubServer, gemini_embeddings
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compaction import Summarizer
+from ..prompt import Summarizer
 from ..summarizers import extractive_summarize
 from .transcript import StepView, ToolCallView, content_text, tool_calls
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from .. import tokens as tok
-from ..compaction import SourceItem
+from ..prompt import SourceItem
 from ..reply_parser import parse_reply
 from .judge import Judges, Verdict, heuristic_still_needed, heuristic_verdicts
 from .overflow import Overflow

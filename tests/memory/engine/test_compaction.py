@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 import pytest
 
 from memory.engine import tokens
-from memory.engine.compaction import SourceItem, plan_compaction, quote_excerpt
+from memory.engine.compaction import plan_compaction, quote_excerpt
 from memory.engine.hashing import content_hash
 from memory.engine.memstore import InMemoryStore
+from memory.engine.prompt import SourceItem
 from memory.engine.queue import TieredQueue, render_view
 from memory.engine.salience import is_instruction, sentences
 from memory.engine.summarizers import extractive_summarize
@@ -253,3 +254,58 @@ def test_a_request_the_person_repeated_is_quoted_once_citing_every_time_it_was_s
     # Only whole sayings are repeats: this one holds the words of another, and says the opposite.
     assert "Don't run the tests again before lunch." in quoted
     assert {h for b in quotes for h in b.hash_refs} == {r.hash for r in raw}
+
+
+ASKED_AND_ANSWERED = [
+    ("user", "Can you look at billing/tax.py?"),
+    ("assistant", "Reading billing/tax.py to find where the VAT rate of 20% is applied."),
+    ("tool", "def tax(amount):\n    return amount * 0.2"),
+    ("user", "Let's go with PostgreSQL 16 for the ledger; that's decided."),
+    ("assistant", "Decision recorded: PostgreSQL 16 for the ledger, migration planned for 3 June."),
+    ("user", "Please refactor billing/ledger.py next."),
+    ("assistant", "Reading billing/ledger.py; the Ledger class has 14 methods."),
+    ("tool", "class Ledger:\n    pass"),
+]
+
+
+def _asked_and_answered() -> list[Item]:
+    return [
+        item(n, role, text, protected=role == "user") for n, (role, text) in enumerate(ASKED_AND_ANSWERED)
+    ]
+
+
+def _answers_follow_their_questions(raw: Sequence[Item], bullets: Sequence) -> None:
+    position = {r.hash: r.position for r in raw}
+    asked = [r.position for r in raw if r.protected]
+    for b in bullets:
+        if b.protected:
+            continue
+        drawn_on = [position[h] for h in b.hash_refs]
+        for p in asked:
+            if max(drawn_on) > p:  # it draws on a turn after the person's: it stands after it
+                assert b.first_position > p, (b.text, p)
+
+
+def test_the_summary_never_puts_an_answer_before_the_persons_words_it_answers():
+    raw = _asked_and_answered()
+
+    result = plan_compaction(raw, [], extractive_summarize, generation=1, target_tokens=400)
+
+    _answers_follow_their_questions(raw, result.bullets)
+    text = render_view(View(bullets=result.bullets, y_raw=[], x=[]))
+    assert text.index("Let's go with PostgreSQL 16") < text.index("Decision recorded")
+    assert text.index("Can you look at billing/tax.py?") < text.index("VAT rate of 20%")
+    assert text.index("Please refactor billing/ledger.py") < text.index("14 methods")
+
+
+def test_a_summary_line_joining_turns_across_the_persons_words_stands_after_them():
+    def one_line(items: Sequence[SourceItem], budget: int | None = None) -> str:
+        # A model that ignored the prompt's markers and joined everything into one line.
+        return f"- the agent read two files and recorded a decision [sources: {', '.join(str(i.number) for i in items)}]"
+
+    raw = _asked_and_answered()
+    result = plan_compaction(raw, [], one_line, generation=1, target_tokens=400)
+
+    (line,) = [b for b in result.bullets if not b.protected]
+    assert line.first_position == 6  # its earliest source after the last of the person's turns
+    _answers_follow_their_questions(raw, result.bullets)

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from memory.engine import tokens
-from memory.engine.compaction import SourceItem, build_prompt
 from memory.engine.hashing import content_hash
+from memory.engine.prompt import SourceItem, build_prompt
 from memory.engine.reply_parser import parse_reply
 
 

@@ -5,9 +5,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from memory.engine.compaction import SourceItem
 from memory.engine.hashing import content_hash
 from memory.engine.memstore import InMemoryStore
+from memory.engine.prompt import SourceItem
 from memory.engine.queue import TieredQueue
 from memory.engine.summarizers import extractive_summarize
 from tests.memory.engine.conftest import synthetic_turns

@@ -7,7 +7,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 
 from memory.engine import tokens
-from memory.engine.compaction import SourceItem, build_prompt
+from memory.engine.prompt import PERSON_SPOKE, SourceItem, build_prompt
 from memory.engine.reply_parser import parse_reply
 from memory.engine.summarizers import extractive_summarize
 
@@ -234,3 +234,17 @@ def test_a_relative_day_that_would_leave_the_calendar_is_left_undated():
     assert parsed[0].text == (
         "1 January 1 · Bo: I was born 99999 days ago, or so they say, and met Ana yesterday."
     )
+
+
+def test_the_prompt_marks_where_the_persons_words_came_between_two_items():
+    items = [
+        SourceItem(1, "assistant", "Reading billing/tax.py.", segment=1),
+        SourceItem(2, "tool", "def tax(): ...", segment=1),
+        SourceItem(3, "assistant", "Decision recorded.", segment=2),
+    ]
+
+    lines = build_prompt(items).splitlines()
+
+    marks = [n for n, line in enumerate(lines) if line == PERSON_SPOKE]
+    assert len(marks) == 1
+    assert lines[marks[0] - 1].startswith("[2] ") and lines[marks[0] + 1].startswith("[3] ")

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from memory.engine import inrun
-from memory.engine.compaction import SourceItem
 from memory.engine.inrun import (
     DIGEST_HEADER,
     NOTE_HEADER,
@@ -24,6 +23,7 @@ from memory.engine.inrun import (
     parse_overflow,
     transcript_tokens,
 )
+from memory.engine.prompt import SourceItem
 from tests.memory.engine.inrun.transcripts import assert_paired, prose, seed_messages, step
 
 
