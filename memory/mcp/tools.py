@@ -83,7 +83,9 @@ def _session_tools(who: Who) -> list[Tool]:
         and tool turn as it happens: older turns are summarised automatically and stay recallable word
         for word. The session is created on first use. Each turn: role (user, assistant, tool, system),
         text, optional name (who spoke), occurred_at (ISO 8601 with offset) and pinned (true: keep
-        it word for word in get_context until unpinned, for what must never be summarised)."""
+        it word for word in get_context until unpinned, for what must never be summarised). The
+        answer lists each turn's position, kind and hash, in the order sent (pin_turn takes the
+        position)."""
 
         def work(caller: Caller) -> dict[str, Any]:
             services.check_session_id(args.session, field="session")
@@ -116,7 +118,7 @@ def _session_tools(who: Who) -> list[Tool]:
                 "session": args.session,
                 "created": created,
                 "appended": len(done),
-                "positions": [done[0].position, done[-1].position],
+                "turns": [{"position": o.position, "kind": o.kind, "hash": o.hash} for o in done],
                 "compaction_jobs": [o.compaction["job_id"] for o in done if o.compaction],
             }
 

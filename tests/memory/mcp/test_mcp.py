@@ -170,7 +170,7 @@ def test_mcp_tools_append_compact_recall_notes_and_lessons(server, transport):
     }
     assert destructive == {"forget_note", "reset_session", "pop_turn"}
     assert got["appended"]["appended"] == 300
-    assert got["appended"]["positions"] == [0, 299]
+    assert [t["position"] for t in got["appended"]["turns"]] == list(range(300))
     assert got["compacted"]["removed"] > 0
     assert FACT not in got["context"]["text"].split("\n")
     # The best passage holds the fact as a hit (its turns are in the order they were said: a hit
@@ -358,6 +358,17 @@ def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
             "append_turns",
             {"session": sid, "turns": [{"role": "user", "text": rule, "pinned": True}, *turns(40)]},
         )
+        mixed = await call(
+            client,
+            "append_turns",
+            {
+                "session": sid,
+                "turns": [
+                    {"role": "user", "text": "ok"},
+                    {"role": "tool", "text": "exit 0", "kind": "context"},
+                ],
+            },
+        )
         later = await call(client, "pin_turn", {"session": sid, "position": 6})
         await call(client, "compact", {"session": sid})
         context = await call(client, "get_context", {"session": sid})
@@ -373,6 +384,7 @@ def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
         )
         return {
             "appended": appended,
+            "mixed": mixed,
             "later": later,
             "context": context,
             "unpinned": unpinned,
@@ -382,6 +394,12 @@ def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
 
     got = drive(over_http(server, server.token), scenario)
 
+    # Each turn's own position in its kind's sequence, in the order sent.
+    assert [(t["position"], t["kind"]) for t in got["appended"]["turns"]][:2] == [
+        (0, "history"),
+        (1, "history"),
+    ]
+    assert [(t["position"], t["kind"]) for t in got["mixed"]["turns"]] == [(41, "history"), (0, "context")]
     said = turns(40)[5]["text"]
     assert (got["later"]["session"], got["later"]["position"], got["later"]["text"]) == (sid, 6, said)
     assert got["later"]["pinned"] is True
