@@ -44,6 +44,10 @@ DEFAULT_SHARE = 0.25
 DUPLICATE = 0.8
 # A part scoring under this is a greeting or a reaction: left out however much room there is.
 FLOOR = 0.5
+# A tool's output (files read, test listings, logs) counts for this share of its words' worth: it
+# is the bulk of an agent session, dense with names and numbers, and the agent's and the person's
+# own sentences say what it meant. It stays verbatim in the store, a recall away (docs/sessions.md).
+TOOL_WEIGHT = 0.25
 
 DOT = " · "
 
@@ -70,6 +74,7 @@ class Part:
     order: int  # its place among all parts, in time order
     score: float
     tokens: int
+    weight: float = 1.0  # how much its worth counts against its cost (TOOL_WEIGHT for a tool's)
 
 
 def _trim(sentence: str) -> str:
@@ -159,7 +164,8 @@ def _parts_of_turn(item: SourceItem, order: int, people: frozenset[str]) -> list
         score, tokens = _measure(text, people)
         if score <= 0:
             continue
-        parts.append(Part(text, day, speaker, item.number, order + len(parts), score, tokens))
+        weight = TOOL_WEIGHT if item.role == "tool" else 1.0
+        parts.append(Part(text, day, speaker, item.number, order + len(parts), score, tokens, weight))
     return parts
 
 
@@ -211,6 +217,11 @@ def _cost(part: Part) -> int:
     return part.tokens + _label_tokens(part.speaker)
 
 
+def _density(part: Part) -> float:
+    """What a part is worth per token of the summary it would take."""
+    return part.score * part.weight / _cost(part)
+
+
 def _choose(parts: Sequence[Part], budget: int) -> list[Part]:
     """The best parts per token that fit `budget` (each charged its speaker's label), in time
     order; at least the best one, so a summary is never empty. A part whose content words are
@@ -222,7 +233,7 @@ def _choose(parts: Sequence[Part], budget: int) -> list[Part]:
     # their holders need comparing.
     holders: dict[str, list[int]] = {}
     spent = 0
-    for part in sorted(parts, key=lambda p: (-p.score / _cost(p), p.order)):
+    for part in sorted(parts, key=lambda p: (-_density(p), p.order)):
         if chosen and part.score < FLOOR:
             break  # greetings and reactions: not worth their tokens, even with room to spare
         cost = _cost(part)
@@ -297,7 +308,7 @@ def extractive_summarize(items: Sequence[SourceItem], budget: int | None = None)
     # overshoot go, and the bullets are laid out again (a pass or two).
     over = sum(tok.count_tokens(text) for text, _ in bullets) - budget
     while len(chosen) > 1 and over > 0:
-        for part in sorted(chosen, key=lambda p: (p.score / _cost(p), -p.order)):
+        for part in sorted(chosen, key=lambda p: (_density(p), -p.order)):
             if over <= 0 or len(chosen) == 1:
                 break
             chosen.remove(part)

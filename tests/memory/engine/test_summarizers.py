@@ -248,3 +248,37 @@ def test_the_prompt_marks_where_the_persons_words_came_between_two_items():
     marks = [n for n, line in enumerate(lines) if line == PERSON_SPOKE]
     assert len(marks) == 1
     assert lines[marks[0] - 1].startswith("[2] ") and lines[marks[0] + 1].startswith("[3] ")
+
+
+def test_the_agents_own_findings_outweigh_the_bulk_of_a_tools_output():
+    listing = "\n".join(f"tests/test_tax.py::test_case_{n} PASSED [{n}%]" for n in range(1, 60))
+    source = "\n".join(
+        f"    RATE_{n} = Decimal('0.{n:02d}')  # VAT band {n}, EU 2023/{n}" for n in range(1, 40)
+    )
+    items = [
+        SourceItem(1, "assistant", "Running the tax tests.", "agent", MAY_8),
+        SourceItem(2, "tool", listing, "bash", MAY_8),
+        SourceItem(3, "tool", source, "read_file", MAY_8),
+        SourceItem(
+            4,
+            "assistant",
+            "Found it: the quota error ERR_QUOTA_7731 comes from the live Stripe sandbox, "
+            "so I switched the tests to the recorded fixtures in tests/fixtures/stripe.",
+            "agent",
+            MAY_8,
+        ),
+        SourceItem(
+            5,
+            "assistant",
+            "The image build segfaults in libvips 8.15; pinning libvips to 8.14.",
+            "agent",
+            MAY_8,
+        ),
+    ]
+
+    summary = extractive_summarize(items, budget=80)
+
+    assert "ERR_QUOTA_7731" in summary and "recorded fixtures" in summary
+    assert "pinning libvips to 8.14" in summary
+    # Both outputs are still cited, so their words stay a recall away.
+    assert [n for b in bullets_of(summary, len(items)) for n in b.sources] == [1, 2, 3, 4, 5]
