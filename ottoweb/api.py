@@ -190,6 +190,25 @@ def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
     return response
 
 
+class HeadAsGet:
+    """HEAD on an API path is answered as GET is, headers and status, with no body (RFC 9110: a
+    resource that takes GET takes HEAD); ninja routes by method and would answer 405."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.method != "HEAD" or not request.path.startswith("/api/"):
+            return self.get_response(request)
+        request.method = "GET"
+        response = self.get_response(request)
+        if not response.streaming:
+            length = len(response.content)
+            response.content = b""
+            response["Content-Length"] = str(length)
+        return response
+
+
 class MethodNotAllowedAsJson:
     """ninja answers a method a path does not take with a plain-text 405 before any handler runs;
     the API's clients get the same {"detail", "code"} as every other error, and the Allow header."""

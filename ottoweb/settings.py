@@ -109,6 +109,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "ottoweb.api.HeadAsGet",
     "ottoweb.api.MethodNotAllowedAsJson",
     # Last, so it sees the user and token the views resolved.
     "accounts.audit.AuditMiddleware",

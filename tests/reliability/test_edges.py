@@ -82,6 +82,21 @@ def test_an_unknown_api_path_is_a_json_404(alice_api, path):
     )
 
 
+def test_head_on_a_path_that_takes_get_answers_as_get_does_with_no_body(alice_api):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+    got = alice_api.get("/api/v1/sessions/demo/context")
+
+    head = alice_api.call("HEAD", "/api/v1/sessions/demo/context")
+    unknown = alice_api.call("HEAD", "/api/v1/sessions/nope/context")
+    anonymous = alice_api.client.head("/api/v1/sessions/demo/context")
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head["Content-Type"] == got["Content-Type"]
+    assert int(head["Content-Length"]) == len(got.content)
+    assert (unknown.status_code, unknown.content) == (404, b"")
+    assert anonymous.status_code == 401
+
+
 def test_a_method_a_path_does_not_take_is_a_json_405_naming_the_allowed_ones(alice_api):
     alice_api.post("/api/v1/sessions", {"id": "demo"})
     before = all_rows()
