@@ -7,7 +7,7 @@ Invariants (checked on every run, because a silent miss here is unrecoverable la
   out verbatim; a pinned one stays in the view until it is unpinned;
 - a summariser reply that cannot be parsed, or an exception, loses nothing: every item is carried.
 
-The prompt is built here (`build_prompt`); the reply is read by `reply_parser`.
+A model's prompt is built by `prompt.build_prompt`; its reply is read by `reply_parser`.
 """
 
 from __future__ import annotations
@@ -156,9 +156,11 @@ def _collapse_repeats(quotes: list[Bullet], generation: int) -> list[Bullet]:
     folded into that one (`_merge` keeps its text and cites both): a request the person repeated
     ("run the tests again") is quoted once."""
     kept: list[Bullet] = []
+    said: dict[tuple[str | None, str], int] = {}  # (role, a saying's words): the quote holding it
     for quote in quotes:
-        held = next((i for i, k in enumerate(kept) if k.role == quote.role and _repeats(k, quote)), None)
+        held = said.get((quote.role, _words(quote.text)))
         if held is None:
+            said.update({(quote.role, _words(part)): len(kept) for part in quote.text.split(" / ")})
             kept.append(quote)
         else:
             kept[held] = _merge(kept[held], quote, generation)
