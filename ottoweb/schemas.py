@@ -51,8 +51,12 @@ class CleanIn(Schema):
 
 
 class StrictIn(CleanIn):
-    # An unknown field is more likely a typo ("protect") than something to ignore silently.
-    model_config = ConfigDict(extra="forbid")
+    """A JSON body's shape. An unknown field is more likely a typo ("protect") than something to
+    ignore silently; and no value is coerced, as in an MCP tool's arguments (memory/mcp/arguments.py):
+    "no" or "off" is not false, `true` not 1, " 100 " not 100. An integer is still a float's value.
+    A query string's shapes stay CleanIn: every value there arrives as a string."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 def _moment(value: Any) -> datetime | None:

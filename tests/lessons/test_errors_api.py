@@ -282,9 +282,11 @@ def test_update_error_action_refuses_bad_input_and_changes_nothing(alice_api, bo
         ),
         (
             {"tool": "bash", "error": "x", "limit": "three"},
-            "limit: Input should be a valid integer, unable to parse string as an integer",
+            "limit: Input should be a valid integer",
             "limit",
         ),
+        # Not 1: a boolean is no number, as in the MCP tools' arguments.
+        ({"tool": "bash", "error": "x", "limit": True}, "limit: Input should be a valid integer", "limit"),
         ({"tool": "bash", "error": ""}, "error must not be empty", "error"),
         ({"tool": "", "error": "x"}, "tool must not be empty", "tool"),
         (

@@ -145,3 +145,42 @@ def test_a_bad_query_parameter_is_named(alice_api):
 
     assert response.status_code == 422
     assert response.json()["field"] == "limit"
+
+
+# A boolean is true or false and a number is a JSON number, as in an MCP tool's arguments: a
+# string that reads like one ("no", "off", " 100 ") or a boolean for a number is refused, never
+# guessed at. (Lax parsing stored "no" as false and pinned on "on".)
+@pytest.mark.parametrize(
+    "path, body, field",
+    [
+        ("/api/v1/sessions/s/items", {"role": "user", "text": "hi", "protected": "no"}, "protected"),
+        ("/api/v1/sessions/s/items", {"role": "user", "text": "hi", "protected": "off"}, "protected"),
+        ("/api/v1/sessions/s/items", {"role": "user", "text": "hi", "protected": 0.0}, "protected"),
+        ("/api/v1/sessions/s/items", {"role": "user", "text": "hi", "pinned": "on"}, "pinned"),
+        ("/api/v1/sessions/s/items", {"role": "user", "text": "hi", "pinned": 1}, "pinned"),
+        (
+            "/api/v1/sessions/s/items/batch",
+            {"items": [{"role": "user", "text": "hi", "protected": "yes"}]},
+            "items.0.protected",
+        ),
+        ("/api/v1/sessions", {"id": "t", "protected_share": True}, "protected_share"),
+        ("/api/v1/sessions", {"id": "t", "protected_share": "0.5"}, "protected_share"),
+        ("/api/v1/sessions", {"id": "t", "x_budget": " 100 "}, "x_budget"),
+        ("/api/v1/sessions", {"id": "t", "x_budget": "1e3"}, "x_budget"),
+        ("/api/v1/sessions", {"id": "t", "y_budget": 1000.0}, "y_budget"),
+        ("/api/v1/sessions/s/recall", {"query": "deadline", "max_tokens": True}, "max_tokens"),
+    ],
+)
+def test_a_value_of_the_wrong_json_type_is_refused_not_coerced(alice_api, session, path, body, field):
+    response = alice_api.post(path, body)
+
+    assert_refused(response, 422, f"{field}: Input should be a valid", field)
+    assert_nothing_written()
+    assert list(Session.objects.values_list("sid", flat=True)) == ["s"]
+
+
+def test_an_integer_is_a_float_fields_value(alice_api):
+    response = alice_api.post("/api/v1/sessions", {"id": "t", "protected_share": 1})
+
+    assert response.status_code == 201, response.content
+    assert response.json()["protected_share"] == 1.0

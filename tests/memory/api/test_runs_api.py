@@ -497,6 +497,15 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "
             "sesion: unknown field",
             "sesion",
         ),
+        (
+            {
+                "model": "openai:gpt-4o",
+                "messages": [{"role": "user", "content": "x"}],
+                "related_errors": "yes",
+            },
+            "related_errors: Input should be a valid boolean",
+            "related_errors",
+        ),
     ],
 )
 def test_bad_fit_requests_are_refused_naming_the_field(alice_api, body, detail, field):

@@ -468,7 +468,7 @@ def test_remember_refuses_bad_content_and_writes_nothing(alice_api, body, detail
         ({"query": "x", "limit": 51}, "limit: Input should be less than or equal to 50", "limit"),
         (
             {"query": "x", "limit": "many"},
-            "limit: Input should be a valid integer, unable to parse string as an integer",
+            "limit: Input should be a valid integer",
             "limit",
         ),
         ({}, "query is required (an empty query recalls the newest notes)", "query"),
