@@ -19,6 +19,10 @@ from .sessions import reset_session
 
 def memory_action(*, session: Session, action: str, mode: str | None = None) -> dict[str, Any]:
     """compact → {"removed"}, summary → {"count"}, reset (mode summary|all) → {"reset"}."""
+    if mode is not None and action != "reset":
+        # Refused like an unknown field: `{"action": "compact", "mode": "all"}` most likely meant
+        # a reset, and would otherwise compact and answer as if it had done what was asked.
+        raise Invalid(f"mode is reset's alone: {action} takes no mode", field="mode")
     if action == "compact":
         if settings.OTTO_COMPACTION == "job" and _raw_tokens(session) > settings.OTTO_INLINE_COMPACT_TOKENS:
             # Its cost grows with X + Y (and a live summariser's wait with it): past the bound it is

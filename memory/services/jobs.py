@@ -134,9 +134,17 @@ def enqueue_reembed(*, session: Session, model: str | None = None) -> Job:
     At most one queued re-embedding per session: a second request answers the queued job (with
     the model it now asks for). Beyond OTTO_MAX_QUEUED_JOBS queued jobs of the user: TooManyJobs.
     """
-    if model:
+    if model is not None:
+        # An empty name is a mistake, not a request for the default: the default is asked for by
+        # leaving the model out.
+        if not model.strip():
+            raise Invalid(
+                "model must not be empty: leave it out to re-embed with the server's model "
+                "(OTTO_EMBEDDING_MODEL)",
+                field="model",
+            )
         _check_model_spec(model)
-    params = {"model": model} if model else {}
+    params = {"model": model} if model is not None else {}
     with transaction.atomic():
         queued = Job.objects.filter(session=session, kind="reembed", status=Job.QUEUED).first()
         if queued is not None and not _job_is_dead(queued):

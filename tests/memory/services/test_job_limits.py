@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 
 from memory import services
@@ -18,6 +19,22 @@ def test_reembed_requests_on_one_session_answer_one_queued_job(alice_api):
     assert {a.status_code for a in answers} == {202}
     assert len({a.json()["job_id"] for a in answers}) == 1
     assert list(Job.objects.values_list("kind", "status")) == [("reembed", "queued")]
+
+
+@pytest.mark.parametrize("model", ["", "  "])
+def test_a_reembed_naming_an_empty_model_is_refused(alice_api, model):
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+
+    response = alice_api.post("/api/v1/sessions/s/reembed", {"model": model})
+
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": "model must not be empty: leave it out to re-embed with the server's model "
+        "(OTTO_EMBEDDING_MODEL)",
+        "code": "invalid",
+        "field": "model",
+    }
+    assert Job.objects.count() == 0
 
 
 def test_queued_jobs_beyond_the_user_cap_answer_429_with_retry_after(alice_api, bob_api, settings):

@@ -185,6 +185,21 @@ def test_memory_action_refuses_reset_without_a_mode(owner_api, filled):
     assert Item.objects.filter(session=filled).count() == 120
 
 
+@pytest.mark.parametrize("action", ["compact", "summary"])
+def test_memory_action_refuses_a_mode_its_action_does_not_take(owner_api, filled, action):
+    before = stores(filled)
+
+    response = owner_api.post("/api/v1/sessions/life/memory", {"action": action, "mode": "all"})
+
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": f"mode is reset's alone: {action} takes no mode",
+        "code": "invalid",
+        "field": "mode",
+    }
+    assert stores(filled) == before
+
+
 def strip_volatile(document: dict) -> dict:
     doc = copy.deepcopy(document)
     for key in ("id", "created_at", "updated_at"):
