@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from memory.engine import keywords
 from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from memory.engine.types import is_blank
 from memory.services import embedding
 from ottoweb.errors import Invalid, NotFound
 
@@ -75,7 +76,7 @@ class Ranked:
 
 def _text(value: str, field: str, *, required: bool = True, limit: int = MAX_TEXT_CHARS) -> str:
     value = value.strip()
-    if required and not value:
+    if required and is_blank(value):
         raise Invalid(f"{field} must not be empty", field=field)
     if len(value) > limit:
         raise Invalid(f"{field} is {len(value):,} characters; the limit is {limit:,}", field=field)
@@ -232,7 +233,7 @@ def search_errors(*, user: User, tool: str = "", query: str = "", match: MatchMo
     rows: ErrorRecordQuerySet = ErrorRecord.objects.for_user(user).live().of_tool(tool.strip())
     # The newest OTTO_LESSONS_SEARCH_LIMIT records: a search reads and scores each one.
     rows = rows.order_by("-updated_at", "-id")[: settings.OTTO_LESSONS_SEARCH_LIMIT]
-    if not query.strip():
+    if is_blank(query):
         return Ranked(list(rows), match)
     vector_text = _embedding_text(tool.strip(), query.strip()) if tool.strip() else query.strip()
     return _rank(

@@ -25,6 +25,7 @@ from ottoweb.errors import Invalid
 from . import services
 from .engine import ranking, retrieval
 from .engine.embeddings import EmbeddingUnavailable, Vectors, WordLlamaBackend, get_embedder
+from .engine.types import is_blank
 from .models import ItemVector, Job, Session
 from .storage import Bounds, SessionSearch, kinds_present, other_model_vectors, turn_details, window_turns
 
@@ -187,7 +188,7 @@ def recall(
     cannot make, for the REST API and the MCP tools alike) for a blank query, or a `since` not
     before `until`.
     """
-    if not query.strip():
+    if is_blank(query):
         raise Invalid("query must not be empty", field="query")
     if since is not None and until is not None and since >= until:
         raise Invalid("since must be before until", field="since")

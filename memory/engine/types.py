@@ -48,6 +48,14 @@ def label_problem(label: str) -> str | None:
     return None
 
 
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace and invisible format characters (Unicode
+    category Cf: the zero-width space U+200B, joiners U+200C-200D, the word joiner U+2060, the
+    byte-order mark U+FEFF, …). str.strip() removes the first and not the second, so a text of one
+    zero-width space passed for a text while one no-break space did not."""
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in text)
+
+
 def name_problem(name: str) -> str | None:
     """Why `name` cannot be a speaker's name, or None."""
     if len(name) > MAX_NAME_CHARS:

@@ -17,7 +17,7 @@ from django.utils import timezone
 from ottoweb.errors import Conflict, Invalid, NotFound, TooLarge
 
 from ..engine.hashing import content_hash
-from ..engine.types import KINDS, ROLES, meta_problem, name_problem, path_suffix
+from ..engine.types import KINDS, ROLES, is_blank, meta_problem, name_problem, path_suffix
 from ..models import TIER_ARCHIVED, Chunk, Item, Session, TierState
 from ..storage import DjangoTierStore, fts_delete, lookups, vec_delete
 from .compaction import compact_overflow, queue_for
@@ -52,7 +52,7 @@ def _check_item(item: NewItem, where: str) -> None:
         raise Invalid(f"{where}role must be one of {', '.join(ROLES)}", field=f"{where}role")
     if item.kind not in KINDS:
         raise Invalid(f"{where}kind must be one of {', '.join(KINDS)}", field=f"{where}kind")
-    if not item.text or not item.text.strip():
+    if is_blank(item.text):
         raise Invalid(f"{where}text must not be empty", field=f"{where}text")
     if len(item.text) > settings.OTTO_MAX_ITEM_CHARS:
         raise Invalid(

@@ -22,6 +22,7 @@ from ottoweb.errors import Invalid, NotFound
 
 from ..engine import keywords
 from ..engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
+from ..engine.types import is_blank
 from ..models import ScopedMemory
 from . import embedding
 from .scopes import CONTRACT_NAMES, Scope, ScopeNames, resolve_scope
@@ -70,7 +71,7 @@ class Recalled:
 
 
 def _content(content: str) -> str:
-    if not content.strip():
+    if is_blank(content):
         raise Invalid("content must not be empty", field="content")
     if len(content) > MAX_CONTENT_CHARS:
         raise Invalid(
@@ -83,7 +84,7 @@ def _key(key: str | None) -> str | None:
     if key is None:
         return None
     key = key.strip()
-    if not key:
+    if is_blank(key):
         raise Invalid("key must not be empty (leave it out to insert a new memory)", field="key")
     if len(key) > MAX_KEY_CHARS:
         raise Invalid(f"key is {len(key):,} characters; the limit is {MAX_KEY_CHARS:,}", field="key")
@@ -222,7 +223,7 @@ def recall_notes(
         notes = list(ScopedMemory.objects.in_scope(user, scope.project_key).order_by("-updated_at", "-id"))
         if not notes:
             return Recalled(scope, note=f"nothing is stored in {scope.project_key} yet")
-        if not query.strip():
+        if is_blank(query):
             return Recalled(scope, [RecalledNote(n, None) for n in notes[:limit]])
         stamp = embedding.database_stamp()
         stale = sum(1 for n in notes if not n.embedding or n.embedding_model != stamp)

@@ -23,7 +23,7 @@ from ottoweb.errors import Invalid, NotFound, TooLarge
 from .. import hooks
 from ..engine import inrun
 from ..engine.hashing import content_hash
-from ..engine.types import clean_name
+from ..engine.types import clean_name, is_blank
 from ..models import Item, LearnedWindow, Session
 from ..windows import RefreshingWindows
 from .compaction import summarizer_for
@@ -267,7 +267,7 @@ def evicted_items(evicted: Sequence[inrun.Evicted], *, model: str) -> list[NewIt
         message = entry.message
         parts = _parts(entry.text)
         for number, part in enumerate(parts):
-            if not part.strip() or content_hash(part) in seen:
+            if is_blank(part) or content_hash(part) in seen:
                 continue
             seen.add(content_hash(part))
             meta: dict[str, Any] = {"source": "runs.fit", "stage": entry.stage, "model": model}

@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from ottoweb.errors import Invalid
 
-from ..engine.types import label_problem
+from ..engine.types import is_blank, label_problem
 from ..models import ScopedMemory
 
 MAX_APP_CHARS = 200
@@ -61,7 +61,7 @@ class Scope:
 
 def _part(value: str, name: str, limit: int, names: ScopeNames) -> str:
     value = value.strip()
-    if not value:
+    if is_blank(value):
         raise Invalid(f"{name} must not be empty ({names.rule})", field=name)
     if len(value) > limit:
         raise Invalid(f"{name} is {len(value):,} characters; the limit is {limit:,}", field=name)

@@ -23,6 +23,7 @@ from ..engine.types import (
     ROLES,
     Draft,
     format_moment,
+    is_blank,
     json_problem,
     meta_problem,
     name_problem,
@@ -177,7 +178,7 @@ def _list(doc: dict[str, Any], key: str) -> list[Any]:
 
 
 def _check_text(value: str, path: str, max_chars: int) -> None:
-    if not value.strip():
+    if is_blank(value):
         raise DocumentError(path, "must not be empty")
     if len(value) > max_chars:
         raise DocumentError(path, f"is {len(value):,} characters; the limit is {max_chars:,}")

@@ -224,6 +224,7 @@ def assert_refused(response, detail: str, field: str | None = None) -> None:
         ({**resolved(), "tool": "  "}, "tool must not be empty", "tool"),
         ({**resolved(), "error": ""}, "error must not be empty", "error"),
         ({**resolved(), "action": " \n"}, "action must not be empty", "action"),
+        ({**resolved(), "tool": "\u200b"}, "tool must not be empty", "tool"),
         ({**resolved(), "tool": "t" * 201}, "tool is 201 characters; the limit is 200", "tool"),
         (
             {**resolved(), "error": "e" * 100_001},

@@ -203,10 +203,11 @@ def test_recall_of_another_users_session_is_404(alice, bob_api):
     assert (response.status_code, response.json()["code"]) == (404, "not_found")
 
 
-def test_recall_refuses_an_empty_query(alice, alice_api):
+@pytest.mark.parametrize("query", ["  ", "\u200b", "\ufeff\u2060"])
+def test_recall_refuses_an_empty_query(alice, alice_api, query):
     services.create_session(user=alice, sid="q")
 
-    response = alice_api.post("/api/v1/sessions/q/recall", {"query": "  "})
+    response = alice_api.post("/api/v1/sessions/q/recall", {"query": query})
 
     assert (response.status_code, response.json()["detail"]) == (422, "query must not be empty")
 

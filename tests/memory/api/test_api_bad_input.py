@@ -31,6 +31,10 @@ def assert_nothing_written():
     [
         ({"role": "user", "text": ""}, "text must not be empty", "text"),
         ({"role": "user", "text": " \n\t "}, "text must not be empty", "text"),
+        # Invisible format characters (zero-width space, joiners, BOM) show nothing, as spaces do.
+        ({"role": "user", "text": "\u200b"}, "text must not be empty", "text"),
+        ({"role": "user", "text": "\ufeff"}, "text must not be empty", "text"),
+        ({"role": "user", "text": "\u200c\u200d \u2060\u00a0\u3000"}, "text must not be empty", "text"),
         (
             {"role": "robot", "text": "hi"},
             "role: Input should be 'user', 'assistant', 'tool' or 'system'",

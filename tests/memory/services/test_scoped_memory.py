@@ -396,6 +396,7 @@ SCOPE_ERRORS = [
     ({"domain": "acme.com"}, "app scope needs both appName and domain; appName is missing", "appName"),
     ({"appName": " ", "domain": "acme.com"}, f"appName must not be empty ({SCOPE_RULE})", "appName"),
     ({"conversationId": ""}, f"conversationId must not be empty ({SCOPE_RULE})", "conversationId"),
+    ({"conversationId": "\u200b"}, f"conversationId must not be empty ({SCOPE_RULE})", "conversationId"),
     (
         {"appName": "crm@acme.com", "domain": "x.com"},
         "appName must not contain '@' (it separates appName from domain)",
@@ -447,6 +448,7 @@ def test_recall_refuses_a_bad_scope(alice_api, scope, detail, field):
     [
         ({"content": ""}, "content must not be empty", "content"),
         ({"content": " \n\t"}, "content must not be empty", "content"),
+        ({"content": "\u200b\ufeff"}, "content must not be empty", "content"),
         ({"content": "x" * 100_001}, "content is 100,001 characters; the limit is 100,000", "content"),
         ({}, "content: Field required", "content"),
         ({"content": None}, "content: Input should be a valid string", "content"),
