@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from memory.engine import keywords
 from memory.engine.embeddings import EmbeddingUnavailable, from_blob, to_blob
-from memory.engine.types import is_blank
+from memory.engine.types import is_blank, label_problem
 from memory.services import embedding
 from ottoweb.errors import Invalid, NotFound
 
@@ -81,6 +81,17 @@ def _text(value: str, field: str, *, required: bool = True, limit: int = MAX_TEX
     if len(value) > limit:
         raise Invalid(f"{field} is {len(value):,} characters; the limit is {limit:,}", field=field)
     return value
+
+
+def _tool(tool: str) -> str:
+    """A tool's name as a record holds it: not empty, at most MAX_TOOL_CHARS, and one line, as a
+    turn's name and a session's title are: it is shown as a label, which a line break could break
+    and a direction override make read as another name."""
+    tool = _text(tool, "tool", limit=MAX_TOOL_CHARS)
+    problem = label_problem(tool)
+    if problem:
+        raise Invalid(f"tool {problem}", field="tool")
+    return tool
 
 
 def _embedding_text(tool: str, error: str) -> str:
@@ -182,7 +193,7 @@ def record_error(
     embedded with the database's model; if no model is available the record is stored without a
     vector (keyword matching still finds it).
     """
-    tool = _text(tool, "tool", limit=MAX_TOOL_CHARS)
+    tool = _tool(tool)
     error = _text(error, "error")
     if outcome not in OUTCOMES:
         raise Invalid(f"outcome must be one of {', '.join(OUTCOMES)}", field="outcome")
@@ -249,7 +260,7 @@ def find_related_errors(
     Every record returned is a hit: its TTL restarts (now + 90 days) and its `hits` goes up by one.
     Another user's records are never considered.
     """
-    tool = _text(tool, "tool", limit=MAX_TOOL_CHARS)
+    tool = _tool(tool)
     error = _text(error, "error")
     if not 1 <= limit <= MAX_RELATED:
         raise Invalid(f"limit must be between 1 and {MAX_RELATED}", field="limit")
@@ -281,7 +292,10 @@ def find_related_errors(
 def related_to_failure(*, user: User, tool: str, error: str) -> list[ErrorRecord]:
     """The records `/runs/fit` attaches to a run whose last tool result failed (memory/hooks.py):
     `find_related_errors` of what the transcript said, cut to what a record can hold."""
-    # The lookup's own limits: a tool name lessons can store, an error it can read.
+    # The lookup's own limits: a tool name lessons can store, an error it can read. A name no record
+    # can hold (blank, a line break in it) has none to find, and a run is not refused for its tool's name.
+    if is_blank(tool) or label_problem(tool):
+        return []
     return find_related_errors(user=user, tool=tool[:MAX_TOOL_CHARS], error=error[:MAX_TEXT_CHARS]).records
 
 

@@ -22,6 +22,8 @@ KindName = Literal["history", "context"]
 
 class SessionIn(StrictIn):
     id: str | None = Field(None, min_length=1, max_length=128, pattern=rf"^[{SESSION_ID_CHARS}]+$")
+    # One line each (services.sessions.session_label_problem): no control character, line break or
+    # direction override, as a turn's name.
     title: str = Field("", max_length=200)
     workspace: str = Field("", max_length=200)
     x_budget: int | None = Field(None, ge=16, le=10_000_000)

@@ -11,13 +11,26 @@ from django.utils import timezone
 
 from ottoweb.errors import Conflict, Invalid, NotFound
 
-from ..engine.types import KINDS, SESSION_ID
+from ..engine.types import KINDS, SESSION_ID, label_problem
 from ..models import Item, Session, TierState
 from ..storage import fts_delete, lookups, vec_delete
 from . import embedding
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
+
+# A session's title and workspace: each shown on one line of the sessions list and the session's page.
+MAX_LABEL_CHARS = 200
+
+
+def session_label_problem(value: str) -> str | None:
+    """Why `value` cannot be a session's title or workspace, or None: too long, or holding what a
+    speaker's name may not (a line break, a control character, a direction override), which would
+    break the line it is shown on or make it read as something else."""
+    if len(value) > MAX_LABEL_CHARS:
+        return f"is {len(value):,} characters; the limit is {MAX_LABEL_CHARS}"
+    return label_problem(value)
+
 
 # Ids a URL cannot address: "." and ".." are dot segments every client and proxy normalises away,
 # and /sessions/import is the import route.
@@ -68,6 +81,10 @@ def create_session(
     if sid is None:
         sid = "s-" + secrets.token_hex(8)
     check_session_id(sid)
+    for field, value in (("title", title), ("workspace", workspace)):
+        problem = session_label_problem(value)
+        if problem:
+            raise Invalid(f"{field} {problem}", field=field)
     if protected_share is not None and not 0.05 <= protected_share <= 1.0:
         raise Invalid("protected_share must be between 0.05 and 1", field="protected_share")
     try:

@@ -34,7 +34,7 @@ from ..engine.types import Bullet as EngineBullet
 from ..models import Bullet, Item, Session, TierState, offset_minutes
 from ..storage import DjangoTierStore, bullet_row
 from .jobs import enqueue_reembed
-from .sessions import check_session_id, create_session
+from .sessions import check_session_id, create_session, session_label_problem
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -206,6 +206,11 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
     session = _need(document, "", "session", dict)
     for key in ("id", "title", "workspace", "embedding_model"):
         _need(session, "session", key, str)
+    # The limits POST /sessions holds them to, named where the document holds them.
+    for key in ("title", "workspace"):
+        problem = session_label_problem(session[key])
+        if problem:
+            raise DocumentError(f"session.{key}", problem)
     for key in ("x_budget", "y_budget", "turns", "generation"):
         value = _need(session, "session", key, int)
         if value < 0 or (key.endswith("budget") and not 16 <= value <= 10_000_000):

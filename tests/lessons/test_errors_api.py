@@ -225,6 +225,17 @@ def assert_refused(response, detail: str, field: str | None = None) -> None:
         ({**resolved(), "error": ""}, "error must not be empty", "error"),
         ({**resolved(), "action": " \n"}, "action must not be empty", "action"),
         ({**resolved(), "tool": "\u200b"}, "tool must not be empty", "tool"),
+        # A tool's name is a one-line label, as a turn's name and a session's title are.
+        (
+            {**resolved(), "tool": "bash\nrm"},
+            "tool must not contain control characters, line breaks or direction overrides (it holds U+000A)",
+            "tool",
+        ),
+        (
+            {**resolved(), "tool": "bash\u202e"},
+            "tool must not contain control characters, line breaks or direction overrides (it holds U+202E)",
+            "tool",
+        ),
         ({**resolved(), "tool": "t" * 201}, "tool is 201 characters; the limit is 200", "tool"),
         (
             {**resolved(), "error": "e" * 100_001},
@@ -290,6 +301,11 @@ def test_update_error_action_refuses_bad_input_and_changes_nothing(alice_api, bo
         ({"tool": "bash", "error": "x", "limit": True}, "limit: Input should be a valid integer", "limit"),
         ({"tool": "bash", "error": ""}, "error must not be empty", "error"),
         ({"tool": "", "error": "x"}, "tool must not be empty", "tool"),
+        (
+            {"tool": "ba\u2029sh", "error": "x"},
+            "tool must not contain control characters, line breaks or direction overrides (it holds U+2029)",
+            "tool",
+        ),
         (
             {"tool": "bash", "error": "x", "match": "fuzzy"},
             "match: Input should be 'semantic' or 'keyword'",

@@ -114,3 +114,15 @@ def test_fit_related_errors_never_come_from_another_user(alice_api, bob_api, fix
     body = bob_api.post(FIT, {"model": "openai:gpt-4o", "messages": failing}).json()
 
     assert body["related_errors"] == []
+
+
+def test_a_failed_tool_whose_name_no_record_can_hold_finds_none_and_the_fit_answers(alice_api, fixes, clock):
+    # A record's tool is a one-line label: a name with a line break has no record to find, and the
+    # run is fitted all the same (the name is the model's, not the caller's to correct).
+    failing = run_ending_with("bash\nrm", "OSError: [Errno 28] No space left on device")
+
+    response = alice_api.post(FIT, {"model": "openai:gpt-4o", "messages": failing})
+
+    assert response.status_code == 200, response.content
+    assert response.json()["related_errors"] == []
+    assert ErrorRecord.objects.filter(hits__gt=0).count() == 0

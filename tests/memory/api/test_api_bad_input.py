@@ -87,6 +87,40 @@ def test_invalid_session_ids_are_refused(alice_api, sid):
     assert Session.objects.count() == 0
 
 
+# A title and a workspace are shown on one line each, as a turn's name is: what could break that
+# line or reorder it is refused by the same rule.
+@pytest.mark.parametrize(
+    "body, detail, field",
+    [
+        (
+            {"title": "Q3 \u202eplan"},
+            "title must not contain control characters, line breaks or direction overrides (it holds U+202E)",
+            "title",
+        ),
+        (
+            {"title": "Q3\nplan"},
+            "title must not contain control characters, line breaks or direction overrides (it holds U+000A)",
+            "title",
+        ),
+        (
+            {"workspace": "repo\u2028main"},
+            "workspace must not contain control characters, line breaks or direction overrides (it holds U+2028)",
+            "workspace",
+        ),
+        (
+            {"workspace": "repo\u2066x"},
+            "workspace must not contain control characters, line breaks or direction overrides (it holds U+2066)",
+            "workspace",
+        ),
+    ],
+)
+def test_a_title_or_workspace_that_would_break_its_line_is_refused(alice_api, body, detail, field):
+    response = alice_api.post("/api/v1/sessions", {"id": "t", **body})
+
+    assert response.json() == {"detail": detail, "code": "invalid", "field": field}
+    assert Session.objects.count() == 0
+
+
 @pytest.mark.parametrize("budget", [{"x_budget": 0}, {"y_budget": -5}, {"x_budget": "lots"}])
 def test_invalid_budgets_are_refused(alice_api, budget):
     response = alice_api.post("/api/v1/sessions", budget)

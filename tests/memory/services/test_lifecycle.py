@@ -263,6 +263,18 @@ def bad_documents(exported: dict):
     doc = copy.deepcopy(exported)
     doc["format"] = "something.else"
     yield "wrong format", doc, "format", "must be"
+    # A title and a workspace are held to POST /sessions' rules.
+    doc = copy.deepcopy(exported)
+    doc["session"]["title"] = "Q3 \u202eplan"
+    yield "title override", doc, "session.title", "direction overrides (it holds U+202E)"
+    doc = copy.deepcopy(exported)
+    doc["session"]["workspace"] = "repo\nmain"
+    yield (
+        "workspace line break",
+        doc,
+        "session.workspace",
+        "line breaks or direction overrides (it holds U+000A)",
+    )
 
 
 def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(owner_api, filled):
