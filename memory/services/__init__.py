@@ -12,6 +12,7 @@ Each module does one job:
 - `jobs`: background job rows, queueing them for the worker, and claiming them;
 - `worker`: what the worker runs for each job;
 - `transfer`: export and import of a session document;
+- `documents`: the checks of a session document before an import writes it;
 - `dispatch`: sending the worker's tasks by name; `retry`: database errors tried again;
 - `runs`: in-run compaction (`/runs/fit`); `notes`: scoped notes; `scopes`: which scope a note's
   arguments select, refused in the caller's words.
