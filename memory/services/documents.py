@@ -106,6 +106,12 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
     ):
         raise DocumentError("session.protected_share", "must be null or a number between 0.05 and 1")
     session["protected_share"] = None if share is None else float(share)
+    # Not kept (the imported session is created and updated by its import), but a document whose
+    # times are not times is not one this server wrote: refused rather than silently replaced.
+    for key in ("created_at", "updated_at"):
+        when = _need(session, "session", key, str, optional=True)
+        if when is not None:
+            _moment(when, f"session.{key}")
 
     texts: dict[str, str] = {}
     for n, chunk in enumerate(_list(document, "chunks")):
@@ -166,6 +172,9 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
             raise DocumentError(f"{path}.kind", f"must be one of {', '.join(KINDS)}")
         _check_text(_need(bullet, path, "text", str), f"{path}.text", max_item_chars)
         refs = _need(bullet, path, "hash_refs", list)
+        if not refs:
+            # A bullet stands for the turns it summarises; one citing none could never be opened.
+            raise DocumentError(f"{path}.hash_refs", "must cite at least one turn of the document")
         for r, ref in enumerate(refs):
             if not isinstance(ref, str) or ref not in texts:
                 raise DocumentError(f"{path}.hash_refs[{r}]", "names no chunk of the document")
@@ -190,7 +199,26 @@ def validate(document: Any, *, max_item_chars: int) -> dict[str, Any]:
         if when is not None:
             bullet["occurred_at"] = _moment(_need(bullet, path, "occurred_at", str), f"{path}.occurred_at")
     _check_pins(document, texts)
+    _check_turns(document)
     return document
+
+
+def _check_turns(document: dict[str, Any]) -> None:
+    """The session's `turns` no more than the history turns the document holds.
+
+    `turns` counts the history turns appended since the session's last reset, and its export holds
+    every one of them (every archived turn stays cited by the live bullets, engine/compaction.py).
+    It cannot be derived: a reset that keeps the summary sets it to 0 and keeps the turns the
+    summary cites, so fewer is a real session's count; more is a count of turns that are not there.
+    """
+    turns = document["session"]["turns"]
+    held = sum(1 for part in ("pending", "archive") for e in document[part] if e["kind"] == "history")
+    if turns > held:
+        raise DocumentError(
+            "session.turns",
+            f"is {turns:,}, but the document holds {held:,} history turns (a session counts the turns "
+            "appended since its last reset, and its export holds all of them)",
+        )
 
 
 def _moment(value: str, path: str) -> datetime:

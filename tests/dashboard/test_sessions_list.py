@@ -160,6 +160,25 @@ def test_import_of_a_bad_document_names_the_path(alice_web, compacted):
     assert list(Session.objects.values_list("sid", flat=True)) == ["deploys"]
 
 
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (lambda d: d["session"].update(turns=10_000), "session.turns: is 10,000, but the document holds"),
+        (lambda d: d["session"].update(title="Deploy \u202erules"), "session.title: must not contain"),
+        (lambda d: d["session"].update(created_at="nope"), "session.created_at: is not an ISO 8601 time"),
+    ],
+)
+def test_the_import_form_refuses_what_the_api_refuses(alice_web, compacted, change, words):
+    document = json.loads(alice_web.get("/sessions/deploys/export/").content)
+    change(document)
+
+    response = alice_web.post("/import/", {"file": upload(document), "sid": "bad"})
+
+    assert response.status_code == 422
+    assert words in response.content.decode()
+    assert list(Session.objects.values_list("sid", flat=True)) == ["deploys"]
+
+
 def test_import_under_a_taken_id_says_so(alice_web, compacted):
     document = json.loads(alice_web.get("/sessions/deploys/export/").content)
 

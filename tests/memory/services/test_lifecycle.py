@@ -275,6 +275,22 @@ def bad_documents(exported: dict):
         "session.workspace",
         "line breaks or direction overrides (it holds U+000A)",
     )
+    doc = copy.deepcopy(exported)
+    doc["session"]["title"] = "t" * 5000
+    yield "title too long", doc, "session.title", "is 5,000 characters; the limit is 200"
+    # A document that says something it does not hold is refused, not taken at its word.
+    doc = copy.deepcopy(exported)
+    doc["session"]["turns"] = 999
+    yield "turns not held", doc, "session.turns", "is 999, but the document holds 120 history turns"
+    doc = copy.deepcopy(exported)
+    doc["session"]["created_at"] = "nope"
+    yield "created_at not a time", doc, "session.created_at", "is not an ISO 8601 time"
+    doc = copy.deepcopy(exported)
+    doc["bullets"][0]["hash_refs"] = []
+    yield "bullet citing nothing", doc, "bullets[0].hash_refs", "must cite at least one turn"
+    doc = copy.deepcopy(exported)
+    doc["chunks"][0]["text"] = "\u200b\ufeff"
+    yield "invisible text", doc, "chunks[0].text", "must not be empty"
 
 
 def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(owner_api, filled):
@@ -303,6 +319,17 @@ def test_bad_documents_are_refused_with_their_path_and_nothing_is_written(owner_
         Bullet.objects.count(),
         Job.objects.count(),
     ) == counts
+
+
+def test_a_document_counting_fewer_turns_than_it_holds_imports_with_its_count(owner_api, filled):
+    # A reset that keeps the summary counts turns from 0 again and keeps the turns the summary cites.
+    exported = owner_api.get("/api/v1/sessions/life/export").json()
+    exported["session"]["turns"] = 3
+
+    response = owner_api.post("/api/v1/sessions/import?id=fewer", raw=json.dumps(exported))
+
+    assert response.status_code == 201, response.content
+    assert response.json()["turns"] == 3
 
 
 def test_an_oversized_document_is_refused_before_it_is_read(owner_api, filled, settings):
