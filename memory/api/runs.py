@@ -57,6 +57,12 @@ class ChatMessageIn(PassThrough):
         parts = content if isinstance(content, list) else [{"text": content}]
         for n, part in enumerate(parts):
             text = part.get("text")
+            if part.get("type") == "text" and not isinstance(text, str):
+                # The part's words are what is fitted, stored and summarised: a text part without
+                # them is a malformed message, not an empty one (other part types pass as sent).
+                raise PydanticCustomError(
+                    "text_part", "a text part must have a string `text`", {"path": [n, "text"]}
+                )
             if isinstance(text, str) and len(text) > MAX_CONTENT_CHARS:
                 raise PydanticCustomError(
                     "string_too_long",

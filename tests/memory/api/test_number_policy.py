@@ -136,7 +136,7 @@ def test_fit_refuses_a_number_outside_the_policy_in_a_message_and_never_echoes_n
     big = json.dumps(
         {"model": "openai:gpt-4o", "messages": [{"role": "user", "content": "hi", "seed": 2**63}]}
     )
-    listed = '{"model": "openai:gpt-4o", "messages": [{"role": "user", "content": [{"type": "text", "w": Infinity}]}]}'
+    listed = '{"model": "openai:gpt-4o", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", "w": Infinity}]}]}'
 
     answers = [refusal(alice_api.post("/api/v1/runs/fit", raw=body)) for body in (raw, big, listed)]
 

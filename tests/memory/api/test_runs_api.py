@@ -493,6 +493,21 @@ CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "
             "last_input_tokens",
         ),
         (
+            {"model": "openai:gpt-4o", "messages": [{"role": "user", "content": [{"type": "text"}]}]},
+            "messages.0.content.0.text: a text part must have a string `text`",
+            "messages.0.content.0.text",
+        ),
+        (
+            {
+                "model": "openai:gpt-4o",
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "x"}, {"type": "text", "text": 7}]}
+                ],
+            },
+            "messages.0.content.1.text: a text part must have a string `text`",
+            "messages.0.content.1.text",
+        ),
+        (
             {"model": "openai:gpt-4o", "messages": [{"role": "user", "content": "x"}], "sesion": "s"},
             "sesion: unknown field",
             "sesion",
