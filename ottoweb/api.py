@@ -23,7 +23,7 @@ from memory.api import notes_router, runs_router, sessions_router
 from memory.engine.types import format_moment
 
 from .errors import ServiceError, invalid_value
-from .parsing import BoundedParser, TooDeep, TooLong
+from .parsing import BoundedParser, NotJson, TooDeep, TooLong
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +152,12 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, NotJson):
+        # ninja turns any parser exception into a 400 "Cannot parse request body"; the body is
+        # refused as an import's document is (memory/api/sessions.py), saying what is wrong with it.
+        return error(request, 422, f"the body {exc.__cause__}", "invalid", field="body")
     if isinstance(exc.__cause__, TooDeep | TooLong):
-        # ninja turns any parser exception into a 400 "Cannot parse request body"; these are
-        # valid JSON the server refuses, and say why.
+        # Valid JSON the server refuses, saying why.
         return error(request, 422, str(exc.__cause__), "invalid", field="body")
     return error(request, exc.status_code, str(exc), "http_error")
 

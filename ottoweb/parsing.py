@@ -21,6 +21,11 @@ class TooDeep(ValueError):
         super().__init__(f"the JSON nests deeper than {limit} levels of arrays and objects (the limit)")
 
 
+class NotJson(ValueError):
+    """Bytes that are not JSON text: not UTF-8, or not JSON. Its words complete a sentence naming
+    what was read ("the body …", "the document …"), as the API and the import say them."""
+
+
 class TooLong(ValueError):
     """A number in the JSON has more digits than Python converts (sys.get_int_max_str_digits())."""
 
@@ -72,9 +77,33 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
+def read_json(raw: bytes) -> Any:
+    """`loads` of a request's bytes, read as json.loads reads bytes (UTF-8, a leading byte-order
+    mark skipped; UTF-16 and UTF-32 recognised by their zero bytes), raising NotJson for what is
+    not JSON text, in words, where json.loads would raise its exceptions bare."""
+    import json
+
+    try:
+        text = raw.decode(json.detect_encoding(raw), "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise NotJson(f"is not UTF-8 text (byte {exc.start + 1:,} cannot be read)") from None
+    try:
+        return loads(text)
+    except json.JSONDecodeError as exc:
+        raise NotJson(f"is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
+
+
 class BoundedParser(Parser):
     """ninja's body parser with the depth bound: a too-deep body is a 422, never a 500."""
 
     def parse_body(self, request: HttpRequest) -> Any:
-        # TooDeep and TooLong reach ottoweb.api's HttpError handler as the cause of ninja's 400: a 422 there.
-        return loads(request.body)
+        # NotJson, TooDeep and TooLong reach ottoweb.api's HttpError handler as the cause of ninja's
+        # 400 "Cannot parse request body": a 422 there, saying which.
+        try:
+            return read_json(request.body)
+        except NotJson as exc:
+            sent = request.content_type or "no content type"
+            if sent != "application/json":
+                # A form post or a plain-text upload: the likeliest fix is to send JSON.
+                raise NotJson(f"{exc} (it was sent as {sent}; the API reads JSON)") from None
+            raise

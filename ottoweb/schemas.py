@@ -81,7 +81,8 @@ class ErrorOut(Schema):
     code: str
 
 
-# What any operation may answer besides its own codes. 400: a body that is not JSON; 413: a body
+# What any operation may answer besides its own codes. 400: a body ninja cannot read for a reason
+# none of ours names (a body that is not JSON is a 422 saying so: ottoweb/api.py); 413: a body
 # too large; 429: a wrong token from a locked address (accounts/throttle.py); 503: the database
 # cannot be written (ottoweb/api.py).
 ERRORS = {code: ErrorOut for code in (400, 401, 404, 413, 422, 429, 503)}

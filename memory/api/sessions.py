@@ -88,11 +88,11 @@ def import_session(request: ApiRequest, id: str | None = None):  # noqa: A002 (t
     if len(raw) > limit:
         raise Invalid(f"the document is over {limit:,} bytes; the limit is {limit:,}", field="$")
     try:
-        document = parsing.loads(raw)
-    except parsing.TooDeep as exc:
+        document = parsing.read_json(raw)
+    except parsing.NotJson as exc:
+        raise Invalid(f"the document {exc}", field="$") from None
+    except (parsing.TooDeep, parsing.TooLong) as exc:
         raise Invalid(str(exc), field="$") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise Invalid(f"the document is not valid JSON ({exc})", field="$") from None
     session = services.import_session(user=request.auth.user, document=document, sid=id)
     return Status(201, _summary(request, session.sid))
 

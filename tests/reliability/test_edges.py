@@ -59,15 +59,19 @@ def test_a_session_id_with_a_trailing_newline_is_refused(alice_api):
     assert all_rows() == before
 
 
-def test_a_body_that_is_not_json_is_a_documented_400(alice_api):
+def test_a_body_that_is_not_json_is_a_documented_422_saying_so(alice_api):
     alice_api.post("/api/v1/sessions", {"id": "demo"})
 
     response = alice_api.post("/api/v1/sessions/demo/items", raw="{not json")
     documented = alice_api.get("/api/v1/openapi.json").json()["paths"]["/api/v1/sessions/{sid}/items"]["post"]
 
     assert (response.status_code, response.json()) == (
-        400,
-        {"detail": "Cannot parse request body", "code": "http_error"},
+        422,
+        {
+            "detail": "the body is not JSON: Expecting property name enclosed in double quotes at line 1, column 2",
+            "code": "invalid",
+            "field": "body",
+        },
     )
     assert sorted(documented["responses"]) == ["201", "400", "401", "404", "409", "413", "422", "429", "503"]
 

@@ -79,6 +79,55 @@ def test_malformed_json_is_refused(alice_api, session, raw):
     assert_nothing_written()
 
 
+# Said as the import says it of its document (field "$" there), where ninja answered every one
+# 400 "Cannot parse request body".
+@pytest.mark.parametrize(
+    "raw, content_type, detail",
+    [
+        (
+            b"{not json",
+            "application/json",
+            "is not JSON: Expecting property name enclosed in double quotes at line 1, column 2",
+        ),
+        (
+            '{"role": "user", "text": "caf\xe9"}'.encode("latin-1"),
+            "application/json",
+            "is not UTF-8 text (byte 30 cannot be read)",
+        ),
+        (
+            b"role=user&text=hi",
+            "application/x-www-form-urlencoded",
+            "is not JSON: Expecting value at line 1, column 1 (it was sent as "
+            "application/x-www-form-urlencoded; the API reads JSON)",
+        ),
+    ],
+)
+def test_a_body_that_is_not_json_text_is_a_422_saying_so(alice_api, session, raw, content_type, detail):
+    response = alice_api.client.post(
+        "/api/v1/sessions/s/items",
+        raw,
+        content_type=content_type,
+        HTTP_AUTHORIZATION=f"Bearer {alice_api.token}",
+    )
+
+    assert response.json() == {"detail": f"the body {detail}", "code": "invalid", "field": "body"}
+    assert_nothing_written()
+
+
+@pytest.mark.parametrize(
+    "raw, detail",
+    [
+        (b"{not json", "is not JSON: Expecting property name enclosed in double quotes at line 1, column 2"),
+        (b'{"format": "caf\xe9"}', "is not UTF-8 text (byte 16 cannot be read)"),
+    ],
+)
+def test_an_import_that_is_not_json_text_says_so_in_the_same_words(alice_api, raw, detail):
+    response = alice_api.post("/api/v1/sessions/import?id=x", raw=raw)
+
+    assert response.json() == {"detail": f"the document {detail}", "code": "invalid", "field": "$"}
+    assert Session.objects.count() == 0
+
+
 @pytest.mark.parametrize("sid", ["has space", "x" * 129, "semi;colon", "ümlaut", "a/b"])
 def test_invalid_session_ids_are_refused(alice_api, sid):
     response = alice_api.post("/api/v1/sessions", {"id": sid})

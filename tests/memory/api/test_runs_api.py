@@ -620,7 +620,7 @@ def test_fit_and_windows_need_a_token(alice_api):
 @pytest.mark.parametrize(
     "raw, status, detail",
     [
-        ("{not json", 400, "Cannot parse request body"),
+        ("{not json", 422, "the body is not JSON: Expecting property name"),
         ("", 422, "body: Field required"),
         ("[1, 2]", 422, "body: Input should be a valid dictionary"),
         ("null", 422, "body: Input should be a valid dictionary"),
