@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
@@ -65,17 +64,14 @@ class ImportForm(forms.Form):
                 f"The file is {upload.size:,} bytes; the limit is {limit:,}.", code="too_large"
             )
         try:
-            document = parsing.loads(upload.read().decode("utf-8"))
+            # Read as the API's import reads a document (a byte-order mark, UTF-16), in its words.
+            document = parsing.read_json(upload.read())
         except parsing.TooDeep as exc:
             raise forms.ValidationError(f"The file is refused: {exc}.", code="too_deep") from None
         except parsing.TooLong as exc:
             raise forms.ValidationError(f"The file is refused: {exc}.", code="too_long") from None
-        except UnicodeDecodeError:
-            raise forms.ValidationError("The file is not UTF-8 text.", code="not_text") from None
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(
-                f"The file is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.", code="not_json"
-            ) from None
+        except parsing.NotJson as exc:
+            raise forms.ValidationError(f"The file {exc}.", code="not_json") from None
         if not isinstance(document, dict):
             raise forms.ValidationError("The file must hold one JSON object (a session document).")
         return document

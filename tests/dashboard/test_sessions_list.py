@@ -113,6 +113,16 @@ def test_import_creates_the_session_and_opens_it(alice_web, alice, compacted):
     assert 'id="job-' in html and "Re-embedding vectors" in html
 
 
+def test_import_reads_a_file_saved_with_a_byte_order_mark_as_the_api_does(alice_web, compacted):
+    document = json.loads(alice_web.get("/sessions/deploys/export/").content)
+    document["session"]["id"] = "with-bom"
+    raw = b"\xef\xbb\xbf" + json.dumps(document).encode()
+
+    response = alice_web.post("/import/", {"file": upload(raw)})
+
+    assert (response.status_code, response["Location"]) == (302, "/sessions/with-bom/")
+
+
 def test_import_keeps_the_files_id_when_none_is_given(alice_web, compacted):
     document = json.loads(alice_web.get("/sessions/deploys/export/").content)
     document["session"]["id"] = "from-file"
@@ -129,7 +139,7 @@ def test_import_keeps_the_files_id_when_none_is_given(alice_web, compacted):
             b"{not json",
             "The file is not JSON: Expecting property name enclosed in double quotes at line 1, column 2.",
         ),
-        (b"\xff\xfe", "The file is not UTF-8 text."),
+        (b"\xc3\x28", "The file is not UTF-8 text (byte 1 cannot be read)."),
         (b"[1, 2]", "The file must hold one JSON object (a session document)."),
         (
             b'{"a": ' * 5000 + b"1" + b"}" * 5000,
