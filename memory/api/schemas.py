@@ -128,7 +128,7 @@ class ContextTokens(Schema):
     x: int
     total: int
     protected: int
-    held_back: int = Field(description="tokens of Y's oldest raw turns not shown while a compaction is due")
+    held_back: int = Field(description="tokens of Y's raw turns not shown while a compaction is due")
 
 
 class Budgets(Schema):
@@ -143,8 +143,8 @@ class ContextOut(Schema):
     x: list[TurnOut]
     tokens: ContextTokens
     held_back: int = Field(
-        description="Y's oldest raw turns not shown, so the view stays within its budget, until the "
-        "due compaction summarises them; recall finds them meanwhile"
+        description="how many of Y's raw turns are not shown (the person's are shown first), so the "
+        "view stays within its budget, until the due compaction summarises them; recall finds them meanwhile"
     )
     budgets: Budgets
     over_budget: bool

@@ -114,19 +114,20 @@ def is_quote(bullet: Bullet) -> bool:
     return not bullet.protected and bool(bullet.role)
 
 
-def _words(text: str) -> str:
-    """The text's words, lower case, punctuation out: what makes two sayings the same."""
-    return " ".join(re.findall(r"\w+", text.lower()))
+def _saying(text: str) -> str:
+    """What makes two sayings the same: their words, lower case, punctuation out; for one with no
+    word ("👍", "+1"), its text as it is, so that "👎" is no repeat of it."""
+    return " ".join(re.findall(r"\w+", text.lower())) or " ".join(text.split())
 
 
 def _repeats(a: Bullet, b: Bullet) -> bool:
     """Whether quote `b` says word for word what `a` or one of the quotes merged into it says
     ("Run the tests again." and "run the tests again!"). Whole sayings only: "deploy to staging"
     is no repeat of "don't deploy to staging until Friday"."""
-    return _words(b.text) in {_words(part) for part in a.text.split(" / ")}
+    return _saying(b.text) in {_saying(part) for part in a.text.split(" / ")}
 
 
-def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
+def _merge(a: Bullet, b: Bullet, generation: int, verbatim: Sequence[int] = ()) -> Bullet:
     half = MAX_MERGED_TOKENS // 2
     quotes = is_quote(a) and a.role == b.role
     # Two quotes of one role merge into a quote, whose instructions stay whole.
@@ -143,7 +144,7 @@ def _merge(a: Bullet, b: Bullet, generation: int) -> Bullet:
         hash_refs=refs,
         generation=generation,
         tokens=tok.count_tokens(text),
-        first_position=min(a.first_position, b.first_position),
+        first_position=_standing([a.first_position, b.first_position], verbatim),
         # Anything but two quotes merges into a plain summary line.
         role=a.role if quotes else None,
         name=a.name if a.name == b.name else "",
@@ -156,49 +157,59 @@ def _collapse_repeats(quotes: list[Bullet], generation: int) -> list[Bullet]:
     folded into that one (`_merge` keeps its text and cites both): a request the person repeated
     ("run the tests again") is quoted once."""
     kept: list[Bullet] = []
-    said: dict[tuple[str | None, str], int] = {}  # (role, a saying's words): the quote holding it
+    said: dict[tuple[str | None, str], int] = {}  # (role, a saying): the quote holding it
     for quote in quotes:
-        held = said.get((quote.role, _words(quote.text)))
+        held = said.get((quote.role, _saying(quote.text)))
         if held is None:
-            said.update({(quote.role, _words(part)): len(kept) for part in quote.text.split(" / ")})
+            said.update({(quote.role, _saying(part)): len(kept) for part in quote.text.split(" / ")})
             kept.append(quote)
         else:
             kept[held] = _merge(kept[held], quote, generation)
     return kept
 
 
-def _fit(bullets: list[Bullet], target_tokens: int, generation: int) -> tuple[list[Bullet], int]:
+def _fit(
+    bullets: list[Bullet], target_tokens: int, generation: int, verbatim: Sequence[int] = ()
+) -> tuple[list[Bullet], int]:
     """Merge the oldest non-protected bullets until the generation fits `target_tokens`.
 
     This is the engine's own guarantee that compaction shrinks Y whatever the summariser did;
     merging keeps every hash ref, so nothing becomes unreachable. `bullets` are in time order; the
     oldest free bullet absorbs the next one of its kind (quotes of one role together, plain lines
-    together), so the order holds without sorting again.
+    together). Lines on the same side of the turns kept word for word (`verbatim`, their positions)
+    are merged first; a line merged across them stands after them (`_standing`).
     """
     bullets = list(bullets)
     total = sum(b.tokens for b in bullets)
     merges = 0
-    i = 0
-    while total > target_tokens and i < len(bullets):
-        role = bullets[i].role
-        j = None
-        if not bullets[i].protected:
-            j = next(
-                (
-                    k
-                    for k in range(i + 1, len(bullets))
-                    if not bullets[k].protected and bullets[k].role == role
-                ),
-                None,
-            )
-        if j is None:
-            i += 1
-            continue
-        merged = _merge(bullets[i], bullets[j], generation)
-        total += merged.tokens - bullets[i].tokens - bullets[j].tokens
-        bullets[i] = merged
-        del bullets[j]
-        merges += 1
+
+    def side(b: Bullet) -> int:
+        return bisect_left(verbatim, b.first_position)
+
+    for across in (False, True):
+        i = 0
+        while total > target_tokens and i < len(bullets):
+            first = bullets[i]
+            j = None
+            if not first.protected:
+                j = next(
+                    (
+                        k
+                        for k in range(i + 1, len(bullets))
+                        if not bullets[k].protected
+                        and bullets[k].role == first.role
+                        and (across or side(bullets[k]) == side(first))
+                    ),
+                    None,
+                )
+            if j is None:
+                i += 1
+                continue
+            merged = _merge(first, bullets[j], generation, verbatim)
+            total += merged.tokens - first.tokens - bullets[j].tokens
+            bullets[i] = merged
+            del bullets[j]
+            merges += 1
     if total > target_tokens:
         free = [i for i, b in enumerate(bullets) if not b.protected]
         if free:
@@ -364,7 +375,7 @@ def plan_compaction(
             )
 
     fitted, merged = _fit(
-        sorted(summary + passthrough, key=lambda b: b.first_position), free_target, generation
+        sorted(summary + passthrough, key=lambda b: b.first_position), free_target, generation, verbatim
     )
     result.merged += merged
     result.bullets = sorted(fitted + protected + quotes, key=lambda b: b.first_position)

@@ -16,8 +16,9 @@ class SourceItem:
     """A numbered item as the summariser sees it; `role` is "bullet" for a prior bullet.
 
     `name` and `occurred_at` say who said it and when (a turn's own; empty for a bullet).
-    `segment` counts the person's verbatim turns and quotes in the view before it: a bullet drawing
-    on two segments would show an answer before the person's question."""
+    `segment` counts the turns the view keeps word for word before it (the person's, pinned ones,
+    quotes of the person's earlier words): a bullet drawing on two segments would show an answer
+    before the words it answers."""
 
     number: int
     role: str
@@ -43,9 +44,12 @@ PROMPT_HEADER = (
     "naming the item numbers it draws on; every item must be cited by at least one bullet. Reply\n"
     "with the bullets only, one per line, each starting with '- '.\n"
 )
-# Between two items the person's own words (kept verbatim, not shown) came: a bullet joining items
-# across it would show the answer before the question.
-PERSON_SPOKE = "(here the person spoke; no bullet may cite items on both sides of this line)"
+# Between two items came turns kept word for word (the person's, or pinned; not shown here): a
+# bullet joining items across them would show the answer before the question.
+PERSON_SPOKE = (
+    "(here came turns kept word for word, the person's or pinned; no bullet may cite items on both "
+    "sides of this line)"
+)
 
 
 def source_label(item: SourceItem) -> str:
@@ -59,8 +63,8 @@ def source_label(item: SourceItem) -> str:
 
 
 def build_prompt(items: Sequence[SourceItem], budget: int | None = None) -> str:
-    """The instruction a language-model summariser receives for these items; where the person's
-    verbatim words come between two of them (`segment`), a line says so."""
+    """The instruction a language-model summariser receives for these items; where turns kept word
+    for word come between two of them (`segment`), a line says so."""
     room = f"Keep the whole list within about {budget} tokens.\n" if budget else ""
     lines: list[str] = []
     for n, item in enumerate(items):

@@ -235,7 +235,9 @@ def _choose(parts: Sequence[Part], budget: int) -> list[Part]:
     spent = 0
     for part in sorted(parts, key=lambda p: (-_density(p), p.order)):
         if chosen and part.score < FLOOR:
-            break  # greetings and reactions: not worth their tokens, even with room to spare
+            # Greetings and reactions: not worth their tokens, even with room to spare. Not the
+            # end of the list: a tool's part weighs less than its score, so it can come after one.
+            continue
         cost = _cost(part)
         if chosen and spent + cost > budget:
             continue

@@ -239,11 +239,11 @@ def test_a_round_with_no_raw_turn_to_summarise_is_not_planned():
 
 def test_a_request_the_person_repeated_is_quoted_once_citing_every_time_it_was_said():
     said = ["Run the tests again.", "Keep the API paths unchanged, please.", "run the tests again!"] * 4
-    said += ["Thanks, that works.", "Don't run the tests again before lunch."]
+    said += ["Thanks, that works.", "Don't run the tests again before lunch.", "👍", "👍", "👎"]
     raw = [item(n, "user", text, protected=True) for n, text in enumerate(said)]
     # The turns must leave the view and their quotes be merged to fit.
     result = plan_compaction(
-        raw, [], extractive_summarize, generation=1, target_tokens=120, protected_target=1
+        raw, [], extractive_summarize, generation=1, target_tokens=200, protected_target=1
     )
 
     quotes = [b for b in result.bullets if b.role == "user" and not b.protected]
@@ -253,6 +253,8 @@ def test_a_request_the_person_repeated_is_quoted_once_citing_every_time_it_was_s
     assert "Thanks, that works." in quoted
     # Only whole sayings are repeats: this one holds the words of another, and says the opposite.
     assert "Don't run the tests again before lunch." in quoted
+    # A saying with no word is the same only as itself.
+    assert [part for part in quoted.split(" / ") if part in ("👍", "👎")] == ["👍", "👎"]
     assert {h for b in quotes for h in b.hash_refs} == {r.hash for r in raw}
 
 
@@ -286,16 +288,36 @@ def _answers_follow_their_questions(raw: Sequence[Item], bullets: Sequence) -> N
                 assert b.first_position > p, (b.text, p)
 
 
-def test_the_summary_never_puts_an_answer_before_the_persons_words_it_answers():
+def _line_per_segment(items: Sequence[SourceItem], budget: int | None = None) -> str:
+    # A model that keeps to the prompt's markers: one line for the items between two of them.
+    runs: dict[int, list[SourceItem]] = {}
+    for i in items:
+        runs.setdefault(i.segment, []).append(i)
+    return "\n".join(
+        f"- {' '.join(run[0].text.split()[:12])} [sources: {', '.join(str(i.number) for i in run)}]"
+        for run in runs.values()
+    )
+
+
+@pytest.mark.parametrize("target", [400, 40])  # room for every line; room that forces merges
+def test_the_summary_never_puts_an_answer_before_the_persons_words_it_answers(target):
     raw = _asked_and_answered()
 
-    result = plan_compaction(raw, [], extractive_summarize, generation=1, target_tokens=400)
+    result = plan_compaction(raw, [], _line_per_segment, generation=1, target_tokens=target)
 
     _answers_follow_their_questions(raw, result.bullets)
-    text = render_view(View(bullets=result.bullets, y_raw=[], x=[]))
-    assert text.index("Let's go with PostgreSQL 16") < text.index("Decision recorded")
-    assert text.index("Can you look at billing/tax.py?") < text.index("VAT rate of 20%")
-    assert text.index("Please refactor billing/ledger.py") < text.index("14 methods")
+    assert (result.merged > 0) == (target == 40)
+    if target == 400:  # unmerged, each answer stands right after its question
+        text = render_view(View(bullets=result.bullets, y_raw=[], x=[]))
+        said = [
+            "Can you look at billing/tax.py?",
+            "VAT rate of 20%",
+            "Let's go with PostgreSQL 16",
+            "Decision recorded",
+            "Please refactor billing/ledger.py",
+            "the Ledger class has 14 methods",
+        ]
+        assert [text.index(s) for s in said] == sorted(text.index(s) for s in said)
 
 
 def test_a_summary_line_joining_turns_across_the_persons_words_stands_after_them():

@@ -282,3 +282,21 @@ def test_the_agents_own_findings_outweigh_the_bulk_of_a_tools_output():
     assert "pinning libvips to 8.14" in summary
     # Both outputs are still cited, so their words stay a recall away.
     assert [n for b in bullets_of(summary, len(items)) for n in b.sources] == [1, 2, 3, 4, 5]
+
+
+def test_a_reaction_under_the_floor_does_not_end_the_choice_before_a_tools_finding():
+    finding = (
+        "ERR_QUOTA_7731: the Stripe sandbox quota was exceeded for the key sk_test_9f during the "
+        "nightly run of the billing suite on the shared runner"
+    )
+    items = [
+        SourceItem(1, "assistant", "Running the billing tests now.", "agent", MAY_8),
+        SourceItem(2, "tool", finding, "pytest", MAY_8),
+        # Under the floor, yet worth more per token than the finding at a tool's weight.
+        SourceItem(3, "user", "Looks good.", "Priya", MAY_8),
+    ]
+
+    summary = extractive_summarize(items, budget=500)
+
+    assert "ERR_QUOTA_7731" in summary
+    assert "Looks good" not in summary
