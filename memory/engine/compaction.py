@@ -120,24 +120,16 @@ def _saying(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower())) or " ".join(text.split())
 
 
-def _repeats(a: Bullet, b: Bullet) -> bool:
-    """Whether quote `b` says word for word what `a` or one of the quotes merged into it says
-    ("Run the tests again." and "run the tests again!"). Whole sayings only: "deploy to staging"
-    is no repeat of "don't deploy to staging until Friday"."""
-    return _saying(b.text) in {_saying(part) for part in a.text.split(" / ")}
-
-
-def _merge(a: Bullet, b: Bullet, generation: int, verbatim: Sequence[int] = ()) -> Bullet:
+def _merge(
+    a: Bullet, b: Bullet, generation: int, verbatim: Sequence[int] = (), *, repeat: bool = False
+) -> Bullet:
+    """`a` and `b` as one bullet citing both; with `repeat` (`b` says again what `a` holds), `a`'s
+    text alone."""
     half = MAX_MERGED_TOKENS // 2
     quotes = is_quote(a) and a.role == b.role
     # Two quotes of one role merge into a quote, whose instructions stay whole.
     shorten = quote_excerpt if quotes else _excerpt
-    if quotes and _repeats(a, b):
-        # The person said it again ("thanks!", "run the tests again"): one copy cites both turns,
-        # and the room goes to words not yet quoted.
-        text = a.text
-    else:
-        text = f"{shorten(a.text, half)} / {shorten(b.text, half)}"
+    text = a.text if repeat else f"{shorten(a.text, half)} / {shorten(b.text, half)}"
     refs = tuple(dict.fromkeys(a.hash_refs + b.hash_refs))
     return Bullet(
         text=text,
@@ -154,8 +146,10 @@ def _merge(a: Bullet, b: Bullet, generation: int, verbatim: Sequence[int] = ()) 
 
 def _collapse_repeats(quotes: list[Bullet], generation: int) -> list[Bullet]:
     """Quotes in time order, each that an earlier quote of its role already holds word for word
-    folded into that one (`_merge` keeps its text and cites both): a request the person repeated
-    ("run the tests again") is quoted once."""
+    folded into that one (its text kept, both cited): a request the person repeated ("Run the
+    tests again." … "run the tests again!") is quoted once. Whole sayings only: "deploy to staging"
+    is no repeat of "don't deploy to staging until Friday". Afterwards no two quotes repeat each
+    other, so merging them to fit (`_fit`) never meets a repeat."""
     kept: list[Bullet] = []
     said: dict[tuple[str | None, str], int] = {}  # (role, a saying): the quote holding it
     for quote in quotes:
@@ -164,7 +158,7 @@ def _collapse_repeats(quotes: list[Bullet], generation: int) -> list[Bullet]:
             said.update({(quote.role, _saying(part)): len(kept) for part in quote.text.split(" / ")})
             kept.append(quote)
         else:
-            kept[held] = _merge(kept[held], quote, generation)
+            kept[held] = _merge(kept[held], quote, generation, repeat=True)
     return kept
 
 
