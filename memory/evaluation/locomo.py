@@ -3,7 +3,9 @@
 Format and quirks: docs/evaluation.md, "The data". Category numbers: 1 multi-hop, 2 temporal,
 3 open-domain, 4 single-hop, 5 adversarial (not scored: there is no evidence to find); the agent work
 sessions (worksessions.py) add 6 paraphrase, 7 first-person and 8 decision, and a turn of theirs may
-carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay is unchanged).
+carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay is unchanged); the
+corrections set (corrections.py) adds 9 correction (a fact's current value, after a later correction)
+and 10 unchanged (a fact confirmed, not changed).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ CATEGORIES = {
     6: "paraphrase",
     7: "first-person",
     8: "decision",
+    9: "correction",
+    10: "unchanged",
 }
 # LoCoMo's: always in a report; the others only when some question is of them.
 LOCOMO_CATEGORIES = (1, 2, 3, 4)
