@@ -1,19 +1,19 @@
-"""A fourth evaluation set, of facts that are later corrected (`manage.py corrections`): is the
-current value found, and not only the value it replaced?
-
-Each of the SESSIONS sessions ("corr-01", …) is an existing generated session used as filler, with
-its own questions dropped: an odd-numbered one is a work session of the extra split (work-22 …
-work-31, worksessions.py), an even-numbered one an assistant session (assist-01 … assist-10,
-assistant_sessions.py). Into it go 3–4 facts with a later correction, of kinds that fit the session
-(a deadline, a port, a pinned version, a reviewer, a host, a limit, a branch, a meeting, a budget,
-a code freeze; a flight time, a table, a gate, a venue, a headcount, an appointment, a quote, a
-taxi, a check-in date), and 1–2 controls: a fact said early and later confirmed unchanged, often in
-a correction's words. The fact is said in one sitting (by the person, the agent or a tool's output)
-and corrected one to three sittings later, at a random place among the filler: by the person
-(about half of those in the words "correction", "actually" or "I meant", the rest not), by the
-person passing on what someone told them, by a tool's output (an email, a calendar, a commit), or
-by the person putting right what the agent had wrong. In about a third the stale value is said or
-used once more before the correction. The phrasing is corrections_material.py.
+"""A fourth evaluation set, of facts later corrected (`manage.py corrections`): is the current
+value found, and not only the value it replaced? Each of the SESSIONS sessions ("corr-01", …) is an
+existing generated session used as filler, its own questions dropped: an odd-numbered one a work
+session of the extra split (work-22 … work-31, worksessions.py), an even-numbered one an assistant
+session (assist-01 … assist-10, assistant_sessions.py). Into it go 3–4 facts with a later
+correction, of kinds that fit the session (a deadline, a port, a pinned version, a reviewer, a
+host, a limit, a branch, a meeting, a budget, a code freeze; a flight time, a table, a gate, a
+venue, a headcount, an appointment, a quote, a taxi, a check-in date), and 1–2 controls: a fact
+said early and later confirmed unchanged, often in a correction's words. The fact is said in one
+sitting (by the person, the agent or a tool's output) and corrected one to three sittings later,
+at a random place among the filler: by the person, by the person passing on what someone told
+them, by a tool's output (an email, a calendar, a commit), or by the person putting right what the
+agent had wrong. "Correction", "actually" or "I meant" is in the first kind in even-numbered
+sessions, in the last in odd ones, in no other (a fifth of them, in dev and holdout alike). In
+about a third the stale value is said or used once more before the correction. The phrasing is
+corrections_material.py.
 
 A question asks for the current value: category 9 (correction), its evidence the turn that states
 the new value; category 10 (unchanged) for a control, its evidence the statement and the
@@ -42,9 +42,7 @@ from memory.evaluation import assistant_sessions_material as am
 from memory.evaluation import corrections_material as cm
 from memory.evaluation.worksessions_material import DOMAINS, PEOPLE
 
-SEED = "corrections-1"
-SESSIONS = 20
-SPLITS = generated.SPLITS
+SEED, SESSIONS, SPLITS = "corrections-1", 20, generated.SPLITS
 CORRECTION, UNCHANGED = 9, 10
 HOWS = ("self", "relay", "tool", "agent")
 WHEN = "%I:%M %p on %d %B, %Y"
@@ -277,7 +275,7 @@ def _apart(rng: random.Random, count: int) -> tuple[int, int]:
 
 
 def _correction(
-    rng: random.Random, name: str, cast: Cast, dates: list[datetime], how: str, remind: bool
+    rng: random.Random, name: str, cast: Cast, dates: list[datetime], how: str, remind: bool, keyword: bool
 ) -> Planted:
     topic = TOPICS[name]
     first, later = _apart(rng, len(dates))
@@ -286,7 +284,7 @@ def _correction(
     stated = _statement(rng, topic, v, cast, by)
     if how == "self":
         plain = rng.choice(topic["change"] if rng.random() < 0.6 else cm.PLAIN_SELF)
-        script = f"u:{rng.choice(cm.KEYWORD_SELF) if rng.random() < 0.5 else plain}"
+        script = f"u:{rng.choice(cm.KEYWORD_SELF) if keyword else plain}"
         script += f" >> b:{rng.choice(cm.ACK)}" if rng.random() < 0.7 else ""
     elif how == "relay":
         said = rng.choice(topic["change"] if rng.random() < 0.6 else cm.PLAIN_SELF)
@@ -294,7 +292,7 @@ def _correction(
     elif how == "tool":
         script = f"{rng.choice(topic['report'])} >> b:{rng.choice(cm.REPORTED)}"
     else:
-        said = rng.choice(cm.KEYWORD_AGENT if rng.random() < 0.45 else cm.PLAIN_AGENT)
+        said = rng.choice(cm.KEYWORD_AGENT if keyword else cm.PLAIN_AGENT)
         script = f"u:{said} >> b:{rng.choice(cm.SORRY)}"
     corrected = _say(rng, topic, script, v, cast)
     parts, sittings = [stated], [first]
@@ -431,7 +429,7 @@ def session(number: int) -> dict:
     hows = rng.sample(HOWS, corrections)
     reminded = set(rng.sample(range(corrections), 1 if corrections == 3 else rng.choice([1, 2])))
     facts = [
-        _correction(rng, name, cast, dates, how, i in reminded)
+        _correction(rng, name, cast, dates, how, i in reminded, (how == "self") == (number % 2 == 0))
         for i, (name, how) in enumerate(zip(names, hows, strict=False))
     ]
     facts += [_control(rng, name, cast, dates) for name in names[corrections:]]

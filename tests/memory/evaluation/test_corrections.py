@@ -55,7 +55,7 @@ def test_twenty_sessions_half_work_half_assistant(everything, loaded):
 def test_the_counts_per_category_and_split(everything, loaded):
     counts = Counter(q.category for conv in loaded for q in conv.questions)
     assert dict(counts) == {9: 66, 10: 22}
-    assert sum(len(c.turns) for c in loaded) == 12782
+    assert sum(len(c.turns) for c in loaded) == 12783
     # Nothing dropped on loading: every question is kept, every evidence id names a turn.
     assert sum(len(s["qa"]) for s in everything) == sum(counts.values())
     assert all(not conv.dropped_evidence for conv in loaded)
@@ -102,6 +102,12 @@ def test_corrections_vary_in_who_makes_them_and_how_they_are_worded(everything):
     texts = [turns_of(s)[q["evidence"][0]]["text"].lower() for s, q in facts]
     plain = sum(not any(k in t for k in cm.KEYWORDS) for t in texts)
     assert len(facts) / 2 <= plain < len(facts)
+    worded = Counter(
+        corrections.in_holdout(int(s["sample_id"][5:]))
+        for (s, _), t in zip(facts, texts, strict=True)
+        if any(k in t for k in cm.KEYWORDS)
+    )
+    assert worded[True] >= 3 and worded[False] >= 6  # in the holdout as in dev
     # Who said the value first: the person, the agent or a tool; and who corrected it.
     firsts = Counter(turns_of(s)[q["previous_evidence"][0]]["role"] for s, q in facts)
     seconds = Counter(turns_of(s)[q["evidence"][0]]["role"] for s, q in facts)
