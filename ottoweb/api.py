@@ -193,22 +193,37 @@ def on_database_error(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
     return response
 
 
+def allow_with_head(allow: str) -> str:
+    """An Allow header's value with HEAD after GET when it lists GET (HeadAsGet answers HEAD there)."""
+    methods = [method.strip() for method in allow.split(",") if method.strip()]
+    if "GET" in methods and "HEAD" not in methods:
+        methods.insert(methods.index("GET") + 1, "HEAD")
+    return ", ".join(methods)
+
+
 class HeadAsGet:
-    """HEAD on an API path is answered as GET is, headers and status, with no body (RFC 9110: a
-    resource that takes GET takes HEAD); ninja routes by method and would answer 405."""
+    """HEAD is answered as GET is, headers and status, with no body (RFC 9110: a resource that
+    takes GET takes HEAD); ninja routes by method and Django's `require_GET` refuses HEAD, so both
+    would answer 405. A 405 that lists GET in its Allow header lists HEAD too."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if request.method != "HEAD" or not request.path.startswith("/api/"):
-            return self.get_response(request)
+        if request.method != "HEAD":
+            return self.with_head_allowed(self.get_response(request))
         request.method = "GET"
-        response = self.get_response(request)
+        response = self.with_head_allowed(self.get_response(request))
         if not response.streaming:
             length = len(response.content)
             response.content = b""
             response["Content-Length"] = str(length)
+        return response
+
+    @staticmethod
+    def with_head_allowed(response: HttpResponse) -> HttpResponse:
+        if response.status_code == 405 and "Allow" in response:
+            response["Allow"] = allow_with_head(response["Allow"])
         return response
 
 
@@ -226,7 +241,7 @@ class MethodNotAllowedAsJson:
             and request.path.startswith("/api/")
             and "json" not in response.get("Content-Type", "")
         ):
-            allowed = response.get("Allow", "")
+            allowed = allow_with_head(response.get("Allow", ""))
             answer = error(
                 request,
                 405,

@@ -172,3 +172,29 @@ def test_the_token_in_hx_headers_lets_an_htmx_post_through(alice, world):
 
     assert response.status_code == 200
     assert "Compacted: " in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("DELETE", "/", "GET, HEAD"),
+        ("PUT", "/lessons/", "GET, HEAD"),
+        ("DELETE", "/account/", "GET, HEAD, POST"),
+        ("PUT", "/sessions/plans/compact/", "POST"),
+        ("HEAD", "/sessions/plans/compact/", "POST"),
+    ],
+)
+def test_a_405_on_a_page_that_takes_get_lists_head_too(alice_web, world, method, path, allowed):
+    response = getattr(alice_web, method.lower())(path)
+
+    assert (response.status_code, response["Allow"]) == (405, allowed)
+
+
+def test_head_on_a_page_answers_as_get_does_with_no_body(alice_web, world):
+    got = alice_web.get("/sessions/plans/")
+
+    head = alice_web.head("/sessions/plans/")
+
+    assert (head.status_code, head.content) == (200, b"")
+    assert head["Content-Type"] == got["Content-Type"]
+    assert int(head["Content-Length"]) == len(got.content)

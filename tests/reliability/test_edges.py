@@ -112,3 +112,26 @@ def test_a_method_a_path_does_not_take_is_a_json_405_naming_the_allowed_ones(ali
     assert response.json()["code"] == "method_not_allowed"
     assert response.json()["detail"].startswith("PUT is not allowed on /api/v1/sessions/demo/items")
     assert all_rows() == before
+
+
+@pytest.mark.parametrize(
+    "method, path, allowed",
+    [
+        ("DELETE", "/api/v1/sessions/demo/context", "GET, HEAD"),
+        ("PUT", "/api/v1/sessions", "GET, HEAD, POST"),
+        ("PATCH", "/api/v1/sessions/demo", "DELETE, GET, HEAD"),
+        ("HEAD", "/api/v1/sessions/demo/items", "POST"),
+    ],
+)
+def test_a_405_on_an_api_path_that_takes_get_lists_head_too(alice_api, method, path, allowed):
+    alice_api.post("/api/v1/sessions", {"id": "demo"})
+
+    response = alice_api.call(method, path)
+
+    # ninja lists a path's methods in no fixed order (a set).
+    assert (response.status_code, set(response["Allow"].split(", "))) == (405, set(allowed.split(", ")))
+    if method != "HEAD":
+        assert response.json() == {
+            "detail": f"{method} is not allowed on {path}; it takes {response['Allow']}",
+            "code": "method_not_allowed",
+        }
