@@ -48,6 +48,25 @@ def label_problem(label: str) -> str | None:
     return None
 
 
+def one_line_label(label: str, *, max_chars: int) -> str:
+    """`label` as label_problem accepts it, in at most `max_chars` characters; a label it already
+    accepts comes back as it is. Each run of refused characters that are whitespace (line breaks,
+    tabs) becomes one space, every other refused character (a control character, a direction
+    override or isolate) is dropped, and the ends are trimmed."""
+    if len(label) <= max_chars and label_problem(label) is None:
+        return label
+    kept: list[str] = []
+    in_break = False
+    for c in label:
+        if not _refused_in_name(c):
+            kept.append(c)
+            in_break = False
+        elif c.isspace() and not in_break:
+            kept.append(" ")
+            in_break = True
+    return "".join(kept).strip()[:max_chars].rstrip()
+
+
 def is_blank(text: str) -> bool:
     """Whether `text` shows nothing: only whitespace and invisible format characters (Unicode
     category Cf: the zero-width space U+200B, joiners U+200C-200D, the word joiner U+2060, the

@@ -5,10 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from memory.engine import tokens
 from memory.engine.hashing import content_hash
 from memory.engine.prompt import SourceItem, build_prompt
 from memory.engine.reply_parser import parse_reply
+from memory.engine.types import label_problem, one_line_label
 
 
 def test_engine_imports_nothing_from_django():
@@ -146,3 +149,24 @@ def test_feedback_words_are_the_same_in_every_process():
     }
     # kiln, glaze: in all three texts; pottery and studio: two each, pottery met first.
     assert runs == {"kiln glaze pottery"}
+
+
+@pytest.mark.parametrize(
+    "label, cleaned",
+    [
+        ("Q3 plan", "Q3 plan"),
+        (" spaced ", " spaced "),
+        ("a\nb\u202e", "a b"),
+        ("Q3\r\n\tplan", "Q3 plan"),
+        ("\u2066repo\u2069\u2028main ", "repo main"),
+        ("bell\x07 \x1b[1mred", "bell [1mred"),
+        ("\n\t", ""),
+        ("x" * 10 + "\n" + "y" * 10, "x" * 10 + " y"),
+        ("x" * 11 + "\t" + "y", "x" * 11),
+    ],
+)
+def test_one_line_label_makes_a_label_label_problem_accepts(label, cleaned):
+    result = one_line_label(label, max_chars=12)
+
+    assert result == cleaned
+    assert label_problem(result) is None
