@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -39,6 +40,9 @@ class Instance:
         self.port = free_port()
         self.env.setdefault("OTTO_CELERY_QUEUE", f"otto-{self.port}")
         self.database: str | None = None
+        self.web: subprocess.Popen[bytes] | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        UNCLOSED.add(self)
         if self.env.get("DB") == "postgres":
             # Each instance gets its own database, as a second deployment would.
             self.database = f"otto_live_{self.port}"
@@ -47,10 +51,12 @@ class Instance:
             postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
             postgres(f'CREATE DATABASE "{self.database}"{placed}')
             self.env["OTTO_PG_NAME"] = self.database
-        self.web: subprocess.Popen[bytes] | None = None
-        self.workers: list[subprocess.Popen[bytes]] = []
-        self.manage("migrate", "--noinput")
-        self.token = self.manage("create_token", "alice").strip()
+        try:
+            self.manage("migrate", "--noinput")
+            self.token = self.manage("create_token", "alice").strip()
+        except BaseException:
+            self.close()
+            raise
 
     def manage(self, *args: str) -> str:
         done = subprocess.run(
@@ -168,11 +174,24 @@ class Instance:
         )
 
     def close(self) -> None:
+        """Stop the instance's processes and drop its PostgreSQL database; safe to call twice."""
+        UNCLOSED.discard(self)
         self.kill_workers()
         self.kill_web()
         if self.database:
             postgres(f'DROP DATABASE IF EXISTS "{self.database}" WITH (FORCE)')
             self.database = None
+
+
+# Instances not closed yet. A test that never calls close(), or stops before it does, would leave
+# its processes running and its PostgreSQL database behind: they are closed when the process ends.
+UNCLOSED: set[Instance] = set()
+
+
+@atexit.register
+def close_unclosed() -> None:
+    for instance in list(UNCLOSED):
+        instance.close()
 
 
 def postgres_connection(dbname: str = "postgres", *, autocommit: bool = False) -> Any:

@@ -207,6 +207,7 @@ def test_serve_runs_web_and_worker_and_stops_both_on_ctrl_c(tmp_path):
     finally:
         serve.send_signal(signal.SIGINT)
         output = serve.communicate(timeout=60)[0].decode()
+        instance.close()
 
     assert job["status"] == "done"  # the worker beside the web server ran it
     assert static[:2] == (200, "text/javascript; charset=utf-8")
