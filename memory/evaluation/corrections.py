@@ -11,19 +11,16 @@ sitting (by the person, the agent or a tool's output) and corrected one to three
 at a random place among the filler: by the person, by the person passing on what someone told
 them, by a tool's output (an email, a calendar, a commit), or by the person putting right what the
 agent had wrong. "Correction", "actually" or "I meant" is in the first kind in even-numbered
-sessions, in the last in odd ones, in no other (a fifth of them, in dev and holdout alike). In
-about a third the stale value is said or used once more before the correction. The phrasing is
-corrections_material.py.
+sessions, in the last in odd ones, in no other (a fifth of them). In about a third the stale
+value is said or used once more before the correction (phrasing: corrections_material.py).
 
 A question asks for the current value: category 9 (correction), its evidence the turn that states
-the new value; category 10 (unchanged) for a control, its evidence the statement and the
-confirmation. A correction's question also carries `previous` (the value it replaced),
-`previous_evidence` (the turns that state it), `how` (self, relay, tool or agent) and
-`sittings_apart`; every question has its `topic` and `how`. The loader ignores them.
-
-The split is a fixed rule: session n is in the holdout when n is divisible by 3 (3, 6, …, 18), in
-dev otherwise; the holdout's assistant sessions (assist-03, -06, -09) are the assistant set's
-holdout ones too. Everything is seeded: the same output on every run, standard library only.
+the new value, with `previous` (the value it replaced), `previous_evidence` (the turns that state
+it: eval_memory reports how often the evidence comes back ahead of them), `how` (self, relay, tool
+or agent) and `sittings_apart`; category 10 (unchanged) for a control, its evidence the statement
+and the confirmation. Session n is in the holdout when n is divisible by 3 (3, 6, …, 18), in dev
+otherwise (the holdout's assist-03, -06, -09 are the assistant set's holdout too); "extra" is 20
+more (21 … 40, on work-32 … work-41 and assist-11 … assist-20). Seeded, standard library only.
 """
 
 from __future__ import annotations
@@ -42,7 +39,8 @@ from memory.evaluation import assistant_sessions_material as am
 from memory.evaluation import corrections_material as cm
 from memory.evaluation.worksessions_material import DOMAINS, PEOPLE
 
-SEED, SESSIONS, SPLITS = "corrections-1", 20, generated.SPLITS
+SEED, SESSIONS, SPLITS = "corrections-1", 20, (*generated.SPLITS, "extra")
+EXTRA = 20
 CORRECTION, UNCHANGED = 9, 10
 HOWS = ("self", "relay", "tool", "agent")
 WHEN = "%I:%M %p on %d %B, %Y"
@@ -445,5 +443,8 @@ def session(number: int) -> dict:
 
 
 def build(split: str = "all") -> list[dict]:
-    """The sessions of a split: "dev", "holdout" or "all"."""
+    """The sessions of a split: "dev", "holdout" or "all" (the set), or "extra": EXTRA more of the
+    same generator, on fillers the set does not use (work-32 … work-41, assist-11 … assist-20)."""
+    if split == "extra":
+        return [session(n) for n in range(SESSIONS + 1, SESSIONS + EXTRA + 1)]
     return generated.build(split, SESSIONS, session)

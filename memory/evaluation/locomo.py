@@ -65,6 +65,9 @@ class Question:
     evidence: tuple[str, ...]
     # The gold answer as given (eval_view looks for it in the prompt view).
     answer: str = ""
+    # For a fact changed later (the corrections set's `previous_evidence`): the turns that said
+    # what it was before; the evidence should come back ahead of them.
+    superseded: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -147,6 +150,7 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                         category,
                         tuple(dict.fromkeys(evidence)),
                         str(qa.get("answer", "")).strip(),
+                        tuple(e for e in map(str, qa.get("previous_evidence") or []) if e in known),
                     )
                 )
         conversations.append(item)
@@ -182,6 +186,21 @@ class Outcome:
     question: str = ""
     evidence: tuple[str, ...] = ()
     returned: tuple[str, ...] = ()
+    # For a question about a changed fact: whether the evidence came back before every superseded
+    # turn (`ahead`), and as the first hit (`first`); None for any other question.
+    ahead: bool | None = None
+    first: bool | None = None
+
+
+def ahead_of_superseded(
+    order: Sequence[int], evidence: Sequence[int], superseded: Sequence[int]
+) -> tuple[bool, bool]:
+    """Whether the evidence's best hit comes before every superseded turn's (one not returned
+    comes after all), and whether it is the first hit."""
+    rank = {position: n for n, position in reversed(list(enumerate(order)))}
+    best = min((rank.get(p, len(order)) for p in evidence), default=len(order))
+    stale = min((rank.get(p, len(order)) for p in superseded), default=len(order))
+    return best < len(order) and best < stale, best == 0
 
 
 def _pct(values: Iterable[float]) -> float:
@@ -213,7 +232,15 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
 
 def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     overall = summarise(outcomes)
+    changed = [o for o in outcomes if o.ahead is not None]
     return {
+        "superseded": {
+            "n": len(changed),
+            "ahead": _pct(bool(o.ahead) for o in changed),
+            "first": _pct(bool(o.first) for o in changed),
+        }
+        if changed
+        else None,
         "n": overall.pop("n"),
         "overall": overall,
         "categories": {

@@ -27,6 +27,9 @@ class Answer:
     hits: tuple[str, ...]
     tokens: int
     latency_ms: float
+    # The hits' positions, best first (how a question about a changed fact is judged: the current
+    # value before the superseded one).
+    order: tuple[int, ...] = ()
 
 
 def replay(
@@ -120,6 +123,7 @@ def asker(server: WebServer, sid: str, *, match: str, max_tokens: int) -> Callab
             hits=tuple(t["text"] for t in turns if t["hit"]),
             tokens=int(answer["tokens"]),
             latency_ms=latency,
+            order=tuple(t["position"] for t in turns if t["hit"]),
         )
 
     return ask

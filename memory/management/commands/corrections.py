@@ -1,10 +1,11 @@
-"""`manage.py corrections --split dev|holdout|all --out FILE`: write the corrections set.
+"""`manage.py corrections --split dev|holdout|all|extra --out FILE`: write the corrections set.
 
 A fourth evaluation set (memory/evaluation/corrections.py): 20 seeded sessions (work sessions of the
 extra split and assistant sessions as filler) into which facts with a later correction, and controls
 confirmed unchanged, are planted; in LoCoMo's JSON format, for `manage.py eval_memory --data FILE`.
 Categories 9 (correction) and 10 (unchanged). Session n is in the holdout when n is divisible by 3
 (3, 6, …, 18), in dev otherwise; the holdout is not for tuning or for measuring while tuning.
+"extra" is 20 more sessions of the same generator on other fillers.
 """
 
 from __future__ import annotations

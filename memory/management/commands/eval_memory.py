@@ -105,6 +105,11 @@ class Command(BaseCommand):
                 for q in questions:
                     answer = ask(q.question)
                     found = [position_of[e] in answer.returned for e in q.evidence]
+                    ahead, first = locomo.ahead_of_superseded(
+                        answer.order,
+                        [position_of[e] for e in q.evidence],
+                        [position_of[e] for e in q.superseded],
+                    )
                     outcomes.append(
                         locomo.Outcome(
                             conversation=conv.sample_id,
@@ -117,6 +122,8 @@ class Command(BaseCommand):
                             question=q.question,
                             evidence=q.evidence,
                             returned=answer.hits,
+                            ahead=ahead if q.superseded else None,
+                            first=first if q.superseded else None,
                         )
                     )
                     if options["show_items"] == "all" or (
@@ -155,6 +162,12 @@ class Command(BaseCommand):
             f"{dropped} evidence id(s) naming no turn dropped"
         )
         self.stdout.write(locomo.table(figures))
+        if figures.get("superseded"):
+            s = figures["superseded"]
+            self.stdout.write(
+                f"questions about a changed fact: the current value's turn came before every superseded one "
+                f"in {s['ahead']}% of {s['n']}, and was the first hit in {s['first']}%"
+            )
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2))
 
@@ -191,6 +204,7 @@ class _ServicesPath:
             return Answer(
                 returned=frozenset(t["position"] for t in turns),
                 hits=tuple(t["text"] for t in turns if t["hit"]),
+                order=tuple(t["position"] for t in turns if t["hit"]),
                 tokens=answer["tokens"],
                 latency_ms=(time.perf_counter() - started) * 1000,
             )

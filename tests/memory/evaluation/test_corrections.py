@@ -184,6 +184,33 @@ def test_the_holdout_is_every_third_session_and_shares_none_with_dev():
     }
 
 
+def test_the_extra_split_is_twenty_more_sessions_on_fillers_the_set_does_not_use(everything):
+    extra = corrections.build("extra")
+    assert [s["sample_id"] for s in extra] == [f"corr-{n:02d}" for n in range(21, 41)]
+    assert not {s["source"] for s in extra} & {s["source"] for s in everything}
+    assert Counter(s["kind"] for s in extra) == {"work": 10, "assistant": 10}
+
+
+def test_the_superseded_turns_are_loaded_and_judged_by_the_hits_order(everything, loaded):
+    raw = {(s["sample_id"], q["question"]): q for s in everything for q in s["qa"] if q["category"] == 9}
+    changed = [(conv.sample_id, q) for conv in loaded for q in conv.questions if q.category == 9]
+    assert len(changed) == 66
+    assert all(q.superseded == tuple(raw[c, q.question]["previous_evidence"]) for c, q in changed)
+    assert all(not q.superseded for conv in loaded for q in conv.questions if q.category == 10)
+    # Hits best first: the evidence (7) ahead of the stale turn (3), first or not; behind it; absent.
+    assert locomo.ahead_of_superseded([7, 5, 3], [7], [3]) == (True, True)
+    assert locomo.ahead_of_superseded([5, 7, 3], [7], [3]) == (True, False)
+    assert locomo.ahead_of_superseded([3, 7], [7], [3]) == (False, False)
+    assert locomo.ahead_of_superseded([7], [7], [3]) == (True, True)  # the stale one not returned
+    assert locomo.ahead_of_superseded([3], [7], [3]) == (False, False)
+    outcomes = [
+        locomo.Outcome("corr-01", 9, True, True, 1.0, 10, 1.0, ahead=ahead, first=first)
+        for ahead, first in ((True, True), (True, False), (False, False))
+    ]
+    outcomes.append(locomo.Outcome("corr-01", 10, True, True, 1.0, 10, 1.0))
+    assert locomo.report(outcomes)["superseded"] == {"n": 3, "ahead": 66.7, "first": 33.3}
+
+
 def test_the_report_names_the_new_categories():
     outcomes = [locomo.Outcome("corr-01", n, True, n == 10, 1.0, 10, 1.0) for n in (9, 9, 10)]
     figures = locomo.report(outcomes)
