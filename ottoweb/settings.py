@@ -259,7 +259,7 @@ OTTO_MODEL_DIRS = [
 ]
 # Recall rules switched off (comma-separated names of memory/engine/ranking.py's `Rules`: feedback,
 # expansion, first_person, subject, speaker_boost, time_boost, asker,
-# instructions, decisions); a request may switch off more.
+# instructions, decisions, updates); a request may switch off more.
 OTTO_RECALL_RULES_OFF = [r.strip() for r in envstr("OTTO_RECALL_RULES_OFF", "").split(",") if r.strip()]
 # Keyword recall's last resort, a substring scan, only for queries up to this many characters.
 OTTO_SUBSTRING_MAX_CHARS = envint("OTTO_SUBSTRING_MAX_CHARS", 200)

@@ -189,6 +189,10 @@ class Index:
     def nbytes(self) -> int:
         return self.main.nbytes() + self.tail.nbytes()
 
+    def df(self, term: str) -> int:
+        """How many documents hold `term` (a word as `words` gives it)."""
+        return self.main.df(term) + self.tail.df(term)
+
     def search(
         self, terms: Sequence[str], limit: int, among: npt.NDArray[np.int64] | None = None
     ) -> list[tuple[int, float]]:
@@ -203,7 +207,7 @@ class Index:
         scores = np.zeros(total, dtype=np.float32)
         offset = len(self.main)
         for term in dict.fromkeys(terms):
-            df = self.main.df(term) + self.tail.df(term)
+            df = self.df(term)
             if not df:
                 continue
             # FTS5's idf: never below a hair above zero, so a word in most rows still counts a little.

@@ -242,3 +242,37 @@ _DECISION = re.compile(
 def reads_as_decision(text: str) -> bool:
     """Whether a turn states, proposes or accepts a choice."""
     return _DECISION.search(text) is not None
+
+
+# --- updates --------------------------------------------------------------------------------------
+
+# A turn that changes or corrects something said before: "Correction: it's due March 14", "They
+# pushed the go-live to the 14th", "Scratch the 8080 idea, we're on 8443", "Not Tuesday — Wednesday",
+# "The review is now on Thursday", "the airline has moved BA 482 to 18:40". Plain "now" and "update"
+# are left out: "I'm now at the gym", "I'll update the README" change nothing said before.
+_UPDATE = re.compile(
+    r"\b(?:correction|corrected|actually|i meant|scratch (?:that|the)|change of plans?|"
+    r"instead|no longer|not any ?more|(?:is|are|['’]s) now|rather than|my mistake|my bad|typo|"
+    r"(?:was|is|that['’]s|had (?:it|that)|got (?:it|that)) wrong|revised|updated?:|update (?:from|on)|"
+    r"from now on|going forward|in the end|make that|amended|changed from|previously|"
+    r"(?:is|are|being) (?:retired|decommissioned|deprecated)|replaced by)\b"
+    # "moved the review to", "has moved flight BA 482 to", "cut the budget to": a verb of change,
+    # then its new value within a few words.
+    r"|\b(?:changed?|moved?|moving|pushed|pushing|bump(?:ed|s)?|shifted|switched|rescheduled|"
+    r"postponed|delayed|brought forward|renamed|cut|raised|lowered|reduced|increased|extended)\b"
+    r"(?:[^.!?\n]|\.(?=\w)){0,40}?\b(?:to|until|till)\b"
+    r"|\b(?:is|are|was|were|has been|have been) (?:cancell?ed|changed|replaced)\b"
+    # "(was 8:30 pm)", "now departs at 07:45", "the new host is …", "No, it's Friday".
+    r"|\(was\b|\bnow (?:departs|leaves|starts|begins|lands|arrives|opens|closes|runs|lives|costs)\b"
+    r"|\bnew \w+ is\b|\bno,\s*it['’]?s\b"
+    # "Not Tuesday — Wednesday", "No — not that bucket", "not 8080, use 8443" (not "not sure, but").
+    r"|\bno\s*[—–-]+\s*not\b"
+    r"|\bnot\b(?! sure)[^.!?\n]{1,40}?(?:—|–|--| - )"
+    r"|\bnot\b(?! sure)[^.!?\n]{1,40}?,\s*(?:but|it['’]?s|it is|use|make it|we['’]re)\b",
+    re.IGNORECASE,
+)
+
+
+def reads_as_update(text: str) -> bool:
+    """Whether a turn changes or corrects something said before."""
+    return _UPDATE.search(text) is not None

@@ -114,3 +114,13 @@ def test_every_method_takes_exactly_its_operations_fields(schema):
             assert arguments == fields, (name, arguments ^ fields)
         else:
             assert arguments == set(op.query), (name, arguments ^ set(op.query))
+
+
+def test_the_client_knows_the_server_s_ranking_rules(schema):
+    # `recall(rules_off=…)` is typed by the client's own list: a rule added to the server and not
+    # to the client would be refused by a type checker, though the server takes it.
+    from memory.engine.ranking import RULES
+
+    assert typing.get_args(types.RuleName) == RULES
+    enum = schema["components"]["schemas"]["RecallIn"]["properties"]["rules_off"]
+    assert "updates" in str(enum)

@@ -22,6 +22,7 @@ RuleName = Literal[
     "asker",
     "instructions",
     "decisions",
+    "updates",
 ]
 
 

@@ -17,8 +17,9 @@ class ListSearch:
     ranking that prefers the turns listed in `near` for each question row, every turn a candidate
     unless listed in `outside`."""
 
-    def __init__(self, turns, *, near=None, outside=(), dense_fails=False, roles=None):
+    def __init__(self, turns, *, near=None, outside=(), dense_fails=False, roles=None, step=10):
         self.turns = turns
+        self.step = step  # positions are ids × step (10: told apart from ids in assertions)
         self.roles = roles or {}
         self.index = bm25.Index([(pk, text) for pk, (_, _, text) in enumerate(turns)])
         self.near = near or [[], []]
@@ -48,7 +49,9 @@ class ListSearch:
 
     def candidates(self, item_ids: Sequence[int]) -> dict[int, ranking.Candidate]:
         return {
-            pk: ranking.Candidate(pk * 10, self.turns[pk][0], self.turns[pk][1], self.roles.get(pk, ""))
+            pk: ranking.Candidate(
+                pk * self.step, self.turns[pk][0], self.turns[pk][1], self.roles.get(pk, "")
+            )
             for pk in item_ids
             if pk not in self.outside
         }
@@ -134,12 +137,16 @@ def test_feedback_and_expansion_are_extra_keyword_rankings_behind_their_switches
     # Expansion picks rare words only (in at most 5 % of the turns): a session of some length.
     filler = [("Melanie", JUNE, f"note number {n} about errand {n}") for n in range(40)]
     search = ListSearch(TURNS + filler)
-    _rank(search, "Which class did Caroline go to?", words=words)
+    # (`updates` searches the first hits' own words: not counted here.)
+    _rank(search, "Which class did Caroline go to?", ranking.ALL_RULES.without(["updates"]), words=words)
     assert len(search.lexical_queries) == 3  # as asked, widened by feedback, the expansion words
     assert search.lexical_queries[1].startswith("Which class did Caroline go to? ")
     quiet = ListSearch(TURNS + filler)
     _rank(
-        quiet, "Which class did Caroline go to?", ranking.ALL_RULES.without(["feedback", "expansion"]), words
+        quiet,
+        "Which class did Caroline go to?",
+        ranking.ALL_RULES.without(["feedback", "expansion", "updates"]),
+        words,
     )
     assert quiet.lexical_queries == ["Which class did Caroline go to?"]
 
@@ -281,3 +288,95 @@ def test_a_question_asks_for_a_decision_by_its_verb_and_a_turn_reads_as_one_by_i
     assert salience.reads_as_decision("OK, decision made: pandera, not great_expectations.")
     assert salience.reads_as_decision("Fine by me, let's go with Postgres.")
     assert not salience.reads_as_decision("The ingress logs show 3 proxy timeouts.")
+
+
+# A deadline set, asked about often, and moved days later in other words than the question's.
+MOVED = [
+    ("Dana", MAY, "The deadline for the billing refactor is due on March 12."),
+    *[("Dana", MAY, f"Please refactor the billing module, part {n}.") for n in range(12)],
+    ("assistant", MAY, "The billing tests pass after the refactor of part 3."),
+    ("Dana", JUNE, "They pushed the billing refactor back to March 14."),
+    *[("bash", JUNE, f"test run {n}: 12 passed") for n in range(20)],
+]
+
+
+def _order_moved(text, rules):
+    search = ListSearch(MOVED)
+    question = ranking.read_question(text, {"Dana"}, people=True, rules=rules)
+    ranked, _ = ranking.rank(search, question, limit=100, rules=rules, people=True, words=None)
+    return [position for position, _ in ranked]
+
+
+def test_a_later_turn_that_changes_a_first_hit_ranks_just_above_it():
+    asked = "When is the billing refactor due?"
+    order = _order_moved(asked, PLAIN.without(["updates"]))
+    assert order[0] == 0 and order.index(140) > 3  # the old deadline first, the new one far behind
+    order = _order_moved(asked, PLAIN)
+    assert order[:2] == [140, 0]
+
+
+PORT = [
+    ("Dana", MAY, "The admin API listens on 8080."),
+    ("Dana", JUNE, "Should I move the admin sync to Monday?"),
+    ("Dana", JUNE, "Scratch the 8080 idea, we're on 8443."),
+    *[("bash", JUNE, f"admin check {n}: all services report ok after the nightly run") for n in range(20)],
+]
+
+
+def test_a_change_shares_two_words_or_a_rare_one_with_what_it_changes():
+    search = ListSearch(PORT)
+    question = ranking.read_question(
+        "Which port does the admin API listen on?", {"Dana"}, people=True, rules=PLAIN
+    )
+    ranked, _ = ranking.rank(search, question, limit=100, rules=PLAIN, people=True, words=None)
+    order = [position for position, _ in ranked]
+    # "8080" is in two turns of 23; "admin" in all but one: the sync moved to Monday reads as a
+    # change, and is like the port's turn by its words, but not about it.
+    assert order[:2] == [20, 0]
+    assert order.index(10) > order.index(0)
+
+
+def test_of_two_changes_the_latest_comes_first():
+    later = MOVED + [("Dana", JUNE, "Correction: the billing refactor deadline is actually March 19.")]
+    search = ListSearch(later)
+    question = ranking.read_question("When is the billing refactor due?", {"Dana"}, people=True, rules=PLAIN)
+    ranked, _ = ranking.rank(search, question, limit=100, rules=PLAIN, people=True, words=None)
+    assert [position for position, _ in ranked][:3] == [(len(later) - 1) * 10, 140, 0]
+
+
+def test_a_turn_reads_as_a_change_by_its_words():
+    from memory.engine import salience
+
+    for changed in (
+        "Correction: the billing refactor is actually due March 14",
+        "They pushed the go-live to the 14th.",
+        "Scratch the 8080 idea, we're on 8443.",
+        "Not Tuesday — Wednesday.",
+        "The review is now on Thursday.",
+        "[email_search] the airline has moved flight BA 482 to 18:40",
+        "No — not ghcr.io/acme/app, that one is being retired. Use registry.int.acme.io/app.",
+    ):
+        assert salience.reads_as_update(changed), changed
+    for unchanged in (
+        "I'm now at the gym",
+        "I'll update the README",
+        "The deadline for the billing refactor is March 12",
+        "I am not sure, but it could work",
+    ):
+        assert not salience.reads_as_update(unchanged), unchanged
+
+
+def test_a_change_goes_above_the_hit_s_next_turn_too():
+    # The reply after a statement is indexed with the statement as its context, and may rank above it.
+    turns = [PORT[0], ("assistant", MAY, "Great, admin API sorted then."), *PORT[2:]]
+    question = ranking.read_question(
+        "Which port does the admin API listen on?", {"Dana"}, people=True, rules=PLAIN
+    )
+
+    def order(rules):
+        search = ListSearch(turns, near=[[1, 0], []], step=1)  # positions next to each other
+        ranked, _ = ranking.rank(search, question, limit=100, rules=rules, people=True, words=None)
+        return [position for position, _ in ranked]
+
+    assert order(PLAIN.without(["updates"]))[:2] == [1, 0]
+    assert order(PLAIN)[:3] == [2, 1, 0]
