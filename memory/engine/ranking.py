@@ -303,9 +303,11 @@ def _updates_first(
     first = ranked[:UPDATE_HITS]
     said = search.texts([pk for pk, _ in first], INSTRUCTION_CHARS)
     index = search.vocabulary()
+    # Each hit's words, taken once: its query's and what a later turn must share with it.
+    words = {pk: bm25.words(said.get(pk, "")) for pk, _ in first}
     alike: dict[int, list[int]] = {}
     for pk, _ in first:
-        query = _rarest(said.get(pk, ""), index)
+        query = _rarest(words[pk], index) if index is not None else said.get(pk, "")
         if query.strip():
             alike[pk] = [other for other, _ in search.lexical(query, UPDATE_DEPTH + 1) if other != pk]
     # The turns like the hits, read once for all three (their rows, then their text).
@@ -324,12 +326,12 @@ def _updates_first(
     # to Palermo…"), and often ranks above it: a change goes above both.
     score_at = {found[pk].position: score for pk, score in ranked}
     for pk, score in first:
-        words = set(bm25.words(said.get(pk, "")))
+        hit = set(words[pk])
         changes = sorted(
             (
                 other
                 for other in later.get(pk, ())
-                if related(words, text_of.get(other, "")) and salience.reads_as_update(text_of.get(other, ""))
+                if related(hit, text_of.get(other, "")) and salience.reads_as_update(text_of.get(other, ""))
             ),
             key=lambda other: found[other].position,
         )
@@ -340,13 +342,11 @@ def _updates_first(
     return sorted(raised.items(), key=lambda h: -h[1])
 
 
-def _rarest(text: str, index: bm25.Index | None) -> str:
-    """A hit's UPDATE_TERMS rarest words in the session, as a query for the turns like it (its
-    whole text when the index is not at hand): BM25 is as good a judge by them, and their postings
-    are short."""
-    if index is None:
-        return text
-    seen = [(index.df(w), w) for w in dict.fromkeys(bm25.words(text))]
+def _rarest(words: list[str], index: bm25.Index) -> str:
+    """A hit's UPDATE_TERMS rarest words in the session, as a query for the turns like it: BM25 is
+    as good a judge by them, and their postings are short (without the index at hand, the hit's
+    own text is the query)."""
+    seen = [(index.df(w), w) for w in dict.fromkeys(words)]
     return " ".join(w for _, w in sorted(d for d in seen if d[0] > 0)[:UPDATE_TERMS])
 
 
