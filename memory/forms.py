@@ -9,7 +9,7 @@ from django.conf import settings
 
 from ottoweb import parsing
 
-from .engine.types import SESSION_ID
+from .engine.types import SESSION_ID, is_blank
 
 MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
 KINDS = [("all", "Everything"), ("history", "Conversation"), ("context", "Tool output")]
@@ -25,9 +25,24 @@ class SessionSearchForm(forms.Form):
 
 
 class RecallForm(forms.Form):
-    q = forms.CharField(max_length=2000, strip=True, label="Search this session")
+    q = forms.CharField(
+        max_length=2000,
+        strip=True,
+        label="Search this session",
+        error_messages={
+            "required": "Type something to search for.",
+            "max_length": "Search for at most %(limit_value)d characters (this is %(show_value)d).",
+        },
+    )
     match = forms.ChoiceField(choices=MATCHES, initial="semantic", required=False)
     kind = forms.ChoiceField(choices=KINDS, initial="all", required=False)
+
+    def clean_q(self) -> str:
+        # Text of only invisible characters (a zero-width space, a BOM) is empty, as the API holds it.
+        q: str = self.cleaned_data["q"]
+        if is_blank(q):
+            raise forms.ValidationError("Type something to search for.", code="required")
+        return q
 
     def clean_match(self) -> str:
         return self.cleaned_data.get("match") or "semantic"

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ottoweb.errors import NotFound, ServiceError, TooLarge, TooManyJobs, TooManyPins
+from ottoweb.errors import Invalid, NotFound, ServiceError, TooLarge, TooManyJobs, TooManyPins
 from ottoweb.requests import UserRequest
 
 from .. import reads, services
@@ -75,7 +75,11 @@ def _recall_context(request: UserRequest, session: Session) -> dict[str, Any]:
     if not form.is_valid():
         return {"recall_form": form, "recalled": None}
     data = form.cleaned_data
-    found = recall(session, query=data["q"], kind=data["kind"], match=data["match"])
+    try:
+        found = recall(session, query=data["q"], kind=data["kind"], match=data["match"])
+    except Invalid as exc:  # what the service refuses is said on the form, never a 500
+        form.add_error("q", exc.detail)
+        return {"recall_form": form, "recalled": None}
     found["count"] = sum(len(found["results"][k]) for k in ("history", "context"))
     found["max_tokens"] = DEFAULT_MAX_TOKENS
     # Words are marked in an exact-words search only: a match by meaning need not share a word.

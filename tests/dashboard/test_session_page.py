@@ -131,6 +131,21 @@ def test_recall_with_nothing_found_says_what_to_try(alice_web, compacted):
     assert "Exact words must appear in a turn; try <em>By meaning</em>." in html
 
 
+@pytest.mark.parametrize("query", ["\u200b", "\ufeff \u2060", "\u00a0\u3000"])
+def test_recall_of_only_invisible_characters_asks_for_words_instead_of_a_500(alice_web, compacted, query):
+    for headers in (hx("recall-results"), {}):
+        response = alice_web.get("/sessions/deploys/", {"q": query, "match": "keyword"}, **headers)
+
+        assert response.status_code == 200
+        assert '<p class="error" role="alert">Type something to search for.</p>' in response.content.decode()
+
+
+def test_recall_longer_than_the_form_takes_says_so(alice_web, compacted):
+    html = alice_web.get("/sessions/deploys/", {"q": "x" * 2001}, **hx("recall-results")).content.decode()
+
+    assert "Search for at most 2000 characters (this is 2001)." in html
+
+
 def test_compact_now_archives_x_and_y_into_a_new_generation(alice_web, compacted):
     before = totals()
     raw = before_raw(before)
