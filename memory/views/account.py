@@ -64,9 +64,12 @@ def clear_learned(request: UserRequest, learned_id: int) -> HttpResponse:
     return redirect("tokens")
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def password(request: UserRequest) -> HttpResponse:
+    """POST sets the password. GET (the address a refused password stays at) goes to the Account page."""
+    if request.method == "GET":
+        return redirect("tokens")
     form = _password_form(request, request.POST)
     if not form.is_valid():
         return render(request, "memory/account.html", _account(request, password_form=form), status=422)

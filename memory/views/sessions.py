@@ -44,9 +44,13 @@ def home(request: UserRequest) -> HttpResponse:
     return render(request, "memory/home.html", context)
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def import_view(request: UserRequest) -> HttpResponse:
+    """POST imports a file. GET (the address a refused import stays at, reloaded or opened again
+    later) goes to the sessions list, where the import form is."""
+    if request.method == "GET":
+        return redirect("home")
     form = ImportForm(request.POST, request.FILES)
     if form.is_valid():
         try:

@@ -198,3 +198,24 @@ def test_head_on_a_page_answers_as_get_does_with_no_body(alice_web, world):
     assert (head.status_code, head.content) == (200, b"")
     assert head["Content-Type"] == got["Content-Type"]
     assert int(head["Content-Length"]) == len(got.content)
+
+
+def test_a_missing_page_is_the_dashboards_own_with_its_navigation(alice_web, world):
+    # It was Django's bare "Not Found" page: no navigation, no way back.
+    response = alice_web.get("/sessions/deleted-long-ago/")
+
+    assert response.status_code == 404
+    html = response.content.decode()
+    assert "<title>Not found · ottoweb</title>" in html
+    assert '<nav aria-label="Main">' in html
+    assert "Nothing is at <code>/sessions/deleted-long-ago/</code> for alice" in html
+    assert '<a href="/">Back to the sessions</a>' in html
+
+
+@pytest.mark.parametrize("path, goes_to", [("/import/", "/"), ("/account/password/", "/account/")])
+def test_the_address_a_refused_form_stays_at_leads_back_to_its_page(alice_web, world, path, goes_to):
+    # A refused import (or password) is shown at the address it was posted to; reloading it later
+    # or opening it again was a blank 405 page.
+    response = alice_web.get(path)
+
+    assert (response.status_code, response["Location"]) == (302, goes_to)
