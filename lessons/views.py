@@ -9,11 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -52,16 +53,22 @@ def _gone(request: UserRequest, record_id: int) -> HttpResponse:
     return render(request, template, {"record": expired}, status=410)
 
 
-@require_GET
-@login_required
-def lesson_list(request: UserRequest) -> HttpResponse:
-    form = LessonSearchForm(request.GET)
+def _search(request: UserRequest, params: QueryDict) -> tuple[LessonSearchForm, dict[str, Any], Any]:
+    """The list's search form read from `params`, what it asks for, and the live records it finds."""
+    form = LessonSearchForm(params)
     data: dict[str, Any] = (
         form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
     )
     ranked = services.search_errors(
         user=request.user, tool=data["tool"], query=data["q"], match=data["match"]
     )
+    return form, data, ranked
+
+
+@require_GET
+@login_required
+def lesson_list(request: UserRequest) -> HttpResponse:
+    form, data, ranked = _search(request, request.GET)
     page = Paginator(ranked.records, LESSONS_PER_PAGE).get_page(request.GET.get("page"))
     searching = bool(data["q"] or data["tool"])
     expired = []
@@ -124,6 +131,14 @@ def lesson_row(request: UserRequest, record: ErrorRecord) -> HttpResponse:
 def lesson_delete(request: UserRequest, record: ErrorRecord) -> HttpResponse:
     services.delete_error(record=record)
     if request.htmx:
-        return render(request, "lessons/list.html#deleted-row", {"record": record})
+        # The count above the list is the one the page was searching for, one fewer now.
+        query = QueryDict(urlsplit(request.htmx.current_url or "").query)
+        _, data, ranked = _search(request, query)
+        context = {
+            "record": record,
+            "remaining": len(ranked.records),
+            "searching": bool(data["q"] or data["tool"]),
+        }
+        return render(request, "lessons/list.html#deleted-row", context)
     messages.success(request, f"Deleted the lesson for “{record.tool}”.")
     return redirect("lessons")

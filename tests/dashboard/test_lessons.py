@@ -126,6 +126,44 @@ def test_deleting_a_lesson(alice_web, alice):
     assert ErrorRecord.objects.count() == 0
 
 
+def test_deleting_a_lesson_counts_the_list_it_was_deleted_from_again(alice_web, alice):
+    # The line above the list said "3 live lessons" after one of them was deleted.
+    lesson(alice, tool="bash")
+    lesson(alice, tool="git", error="fatal: not a git repository", action="git init")
+    doomed = lesson(
+        alice,
+        tool="git",
+        error="fatal: refusing to merge unrelated histories",
+        action="git pull --allow-unrelated-histories",
+    )
+    make = lesson(alice, tool="make", error="make: *** No rule to make target 'all'", action="make build")
+    with time_machine.travel(DAY0, tick=False):
+        listed = alice_web.get("/lessons/").content.decode()
+        everything = alice_web.post(
+            f"/lessons/{make.pk}/delete/",
+            HTTP_HX_CURRENT_URL="http://testserver/lessons/",
+            **HX,
+        ).content.decode()
+        searched = alice_web.post(
+            f"/lessons/{doomed.pk}/delete/",
+            HTTP_HX_CURRENT_URL="http://testserver/lessons/?q=&tool=git&match=keyword",
+            **HX,
+        ).content.decode()
+
+    assert (
+        '<p class="result-line" id="lesson-count">4 live lessons, most recently changed first</p>' in listed
+    )
+    assert "Deleted the lesson for <code>make</code>." in everything
+    assert (
+        '<p class="result-line" id="lesson-count" hx-swap-oob="true">3 live lessons, most recently changed first</p>'
+        in everything
+    )
+    assert (
+        '<p class="result-line" id="lesson-count" hx-swap-oob="true">1 live lesson, best match first</p>'
+        in searched
+    )
+
+
 def test_another_users_lesson_is_404_and_not_listed(bob_web, alice):
     record = lesson(alice)
 
