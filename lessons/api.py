@@ -22,7 +22,7 @@ from .schemas import (
 router = Router(tags=["lessons"])
 
 
-@router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS})
+@router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS}, summary="Record Error")
 def record_error_view(request: ApiRequest, body: ErrorIn):
     recorded = services.record_error(
         user=request.auth.user,
@@ -49,20 +49,20 @@ def list_errors(request: ApiRequest, params: Query[ErrorListParams]):
     return {"items": page, "count": len(ranked.records), "match": ranked.match, "degraded": ranked.degraded}
 
 
-@router.patch("/errors/{record_id}", response={200: RecordOut, **ERRORS})
+@router.patch("/errors/{record_id}", response={200: RecordOut, **ERRORS}, summary="Update Fix")
 def update_error_view(request: ApiRequest, record_id: int, body: ActionIn):
     record = services.get_live_error(user=request.auth.user, record_id=record_id)
     return services.update_error_action(record=record, action=body.action)
 
 
-@router.delete("/errors/{record_id}", response={204: None, **ERRORS})
+@router.delete("/errors/{record_id}", response={204: None, **ERRORS}, summary="Delete Error")
 def delete_error_view(request: ApiRequest, record_id: int):
     record = services.get_live_error(user=request.auth.user, record_id=record_id)
     services.delete_error(record=record)
     return Status(204, None)
 
 
-@router.post("/related", response={200: RelatedOut, **ERRORS})
+@router.post("/related", response={200: RelatedOut, **ERRORS}, summary="Related Errors")
 def related_errors_view(request: ApiRequest, body: RelatedIn):
     ranked = services.find_related_errors(
         user=request.auth.user,

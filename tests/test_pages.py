@@ -38,6 +38,20 @@ def test_api_docs_and_schema_are_served(client):
     assert "/api/v1/sessions/{sid}/items" in schema["paths"]
 
 
+def test_api_docs_name_every_operation_in_words_not_by_its_python_function(client):
+    # The docs listed "Recall View", "Get Session View", "Update Error View" …
+    schema = client.get("/api/v1/openapi.json").json()
+    summaries = {
+        (method.upper(), path): operation["summary"]
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+    }
+
+    assert [s for s in summaries.values() if s.endswith(" View")] == []
+    assert summaries[("POST", "/api/v1/sessions/{sid}/recall")] == "Recall"
+    assert summaries[("PATCH", "/api/v1/lessons/errors/{record_id}")] == "Update Fix"
+
+
 def test_vendored_htmx_is_served(client):
     response = client.get("/static/vendor/htmx.min.js")
     assert b"htmx" in b"".join(response.streaming_content)[:200]

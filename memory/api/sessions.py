@@ -111,7 +111,7 @@ def list_sessions(request: ApiRequest, params: Query[ListParams]):
     return {"items": [session_summary(s) for s in page], "count": rows.count()}
 
 
-@router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS})
+@router.get("/sessions/{sid}", response={200: SessionDetailOut, **ERRORS}, summary="Get Session")
 def get_session_view(request: ApiRequest, sid: str):
     session = get_session(request, sid, totals=True)
     return {
@@ -186,7 +186,7 @@ def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
     return session_context(get_session(request, sid), kind)
 
 
-@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS})
+@router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS}, summary="Recall")
 def recall_view(request: ApiRequest, sid: str, body: RecallIn):
     # rules_off: null is none switched off.
     return recall(get_session(request, sid), **body.model_dump(exclude_none=True))
