@@ -10,10 +10,14 @@
     p.textContent = text;
     flash.replaceChildren(p);
   }
+  // A refusal the server explains in plain text (429: too many jobs waiting) is said in its words.
   document.addEventListener("htmx:responseError", function (e) {
-    var status = e.detail.xhr.status;
+    var xhr = e.detail.xhr;
+    var status = xhr.status;
+    var plain = (xhr.getResponseHeader("Content-Type") || "").indexOf("text/plain") === 0;
     say(status === 403 ? "That was refused (403): your login may have expired. Reload the page and try again."
       : status === 404 ? "Not found (404): it may have been deleted. Reload the page."
+      : status < 500 && plain && xhr.responseText ? "Not done (" + status + "): " + xhr.responseText
       : "Something went wrong on the server (" + status + "). Please try again.");
   });
   document.addEventListener("htmx:sendError", function () {
