@@ -1,11 +1,15 @@
 """A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs.
 
-Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`;
-a server that cannot be reached raises it too, with code "unreachable".
+Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`,
+and so does every failure to get an answer: "unreachable" (no connection: nothing was done),
+"timeout" (sent, but no answer within `timeout` seconds: the server may have acted on it) and
+"bad_answer" (sent, and the connection closed without an answer, or the answer is not HTTP or not
+JSON: often another service at that address).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.parse
@@ -121,7 +125,7 @@ class Ottoweb:
         url = self.base_url + op.path.format(
             **{k: urllib.parse.quote(str(v), safe="") for k, v in path.items()}
         )
-        if query:
+        if query and _given(**query):
             url += "?" + urllib.parse.urlencode(_given(**query))
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(url, data=data, method=op.method)
@@ -131,12 +135,24 @@ class Ottoweb:
             request.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                content = response.read()
+                status, content = response.status, response.read()
         except urllib.error.HTTPError as err:
             raise _refusal(err.code, err.read()) from None
-        except (urllib.error.URLError, OSError) as exc:
+        except urllib.error.URLError as exc:  # before the request was sent: nothing was done
             raise OttowebError("unreachable", f"{self.base_url}: {exc}") from None
-        return json.loads(content) if content else None
+        except TimeoutError:  # sent: it may have been done
+            raise OttowebError(
+                "timeout",
+                f"{self.base_url}: no answer within {self.timeout:g} s; the server may have acted on it",
+            ) from None
+        except (OSError, http.client.HTTPException) as exc:  # after it was sent
+            raise OttowebError("bad_answer", f"{self.base_url}: {_said(exc)}") from None
+        try:
+            return json.loads(content) if content else None
+        except ValueError:
+            raise OttowebError(
+                "bad_answer", f"{url}: the answer is not JSON: {_excerpt(content)}", status=status
+            ) from None
 
     # --- sessions -------------------------------------------------------------------------------
 
@@ -372,10 +388,22 @@ class Ottoweb:
         self._call("delete_note", note_id=note_id)
 
 
+def _said(exc: BaseException) -> str:
+    """An exception in words: http.client's BadStatusLine is only the line it could not read."""
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the connection was closed without an answer"
+    if isinstance(exc, http.client.BadStatusLine):
+        return f"not an HTTP answer: {str(exc)[:200]!r}"
+    return str(exc) or type(exc).__name__
+
+
+def _excerpt(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")[:500]
+
+
 def _refusal(status: int, raw: bytes) -> OttowebError:
     try:
         answer = json.loads(raw)
         return OttowebError(answer["code"], answer["detail"], status=status, field=answer.get("field"))
     except (ValueError, KeyError, TypeError):
-        text = raw.decode("utf-8", "replace")[:500]
-        return OttowebError("http_error", f"HTTP {status}: {text}", status=status)
+        return OttowebError("http_error", f"HTTP {status}: {_excerpt(raw)}", status=status)

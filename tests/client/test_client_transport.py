@@ -1,0 +1,98 @@
+"""ottoweb_client's one exception type holds when no answer of the API's comes back: the client is
+pointed at another service, the server closes the connection, answers a page that is not JSON, or
+takes longer than the timeout. Each is an OttowebError whose code says whether the request may have
+been acted on (never http.client's or json's own exceptions)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+from ottoweb_client import Ottoweb, OttowebError
+
+from tests.live import free_port
+
+pytestmark = pytest.mark.sqlite_pass  # no database: the client's transport is tested
+
+
+@pytest.fixture
+def listener() -> Iterator[Callable[[Callable[[socket.socket], None]], str]]:
+    """`listener(answer)`: the base URL of a TCP server that hands each connection to `answer`."""
+    sockets: list[socket.socket] = []
+
+    def start(answer: Callable[[socket.socket], None]) -> str:
+        server = socket.create_server(("127.0.0.1", 0))
+        sockets.append(server)
+
+        def serve() -> None:
+            while True:
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    return
+                conn.recv(65536)  # the request
+                answer(conn)
+
+        threading.Thread(target=serve, daemon=True).start()
+        return f"http://127.0.0.1:{server.getsockname()[1]}"
+
+    yield start
+    for server in sockets:
+        server.close()
+
+
+def refusal(url: str, timeout: float = 10.0) -> OttowebError:
+    with pytest.raises(OttowebError) as raised:
+        Ottoweb(url, "otto_x", timeout=timeout).list_sessions()
+    return raised.value
+
+
+def test_another_service_at_the_address_is_a_bad_answer_not_an_http_client_exception(listener):
+    def nats(conn: socket.socket) -> None:  # a service that greets in its own protocol
+        conn.sendall(b'INFO {"server_id":"N1","version":"2.9.10"}\r\n')
+        conn.close()
+
+    error = refusal(listener(nats))
+
+    assert (error.code, error.status) == ("bad_answer", 0)
+    assert "not an HTTP answer" in error.detail and "INFO" in error.detail
+
+
+def test_a_connection_closed_without_an_answer_is_a_bad_answer(listener):
+    error = refusal(listener(lambda conn: conn.close()))
+
+    assert error.code == "bad_answer"
+    assert error.detail.endswith("the connection was closed without an answer")
+
+
+def test_a_success_that_is_not_json_is_a_bad_answer_quoting_it(listener):
+    def login_page(conn: socket.socket) -> None:  # a proxy's page where the API should be
+        page = b"<html>Please sign in</html>"
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {len(page)}\r\n\r\n"
+        conn.sendall(head.encode() + page)
+        conn.close()
+
+    error = refusal(listener(login_page))
+
+    assert (error.code, error.status) == ("bad_answer", 200)
+    assert "the answer is not JSON: <html>Please sign in</html>" in error.detail
+
+
+def test_no_answer_within_the_timeout_is_a_timeout_saying_it_may_have_been_done(listener):
+    held: list[socket.socket] = []
+    url = listener(held.append)  # reads the request and never answers
+
+    error = refusal(url, timeout=0.5)
+
+    assert error.code == "timeout"
+    assert "no answer within 0.5 s; the server may have acted on it" in error.detail
+    for conn in held:
+        conn.close()
+
+
+def test_nothing_listening_is_unreachable_as_before():
+    error = refusal(f"http://127.0.0.1:{free_port()}")
+
+    assert (error.code, error.status) == ("unreachable", 0)
