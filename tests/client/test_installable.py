@@ -3,10 +3,13 @@ virtual environment that holds nothing of the project, and recalls from a live s
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -74,3 +77,45 @@ def test_the_wheel_installs_into_a_fresh_environment_and_recalls_from_a_live_ser
     assert out["project"] == []  # nothing of the project (nor Django) in that environment
     assert "We land in Lisbon at 7:40 on Friday." in out["first"]
     assert out["refused"] == "not_found"
+
+
+# The names of `typing` (and other standard modules) the package may import, by the Python release
+# that added them: a name newer than `requires-python` is an ImportError on the oldest Python pip
+# installs the package into (no interpreter that old is at hand to run the import itself).
+ADDED_IN = {
+    ("typing", "NotRequired"): (3, 11),
+    ("typing", "Required"): (3, 11),
+    ("typing", "Self"): (3, 11),
+    ("typing", "LiteralString"): (3, 11),
+    ("typing", "Never"): (3, 11),
+    ("typing", "assert_never"): (3, 11),
+    ("typing", "Unpack"): (3, 11),
+    ("typing", "TypeVarTuple"): (3, 11),
+    ("typing", "override"): (3, 12),
+    ("typing", "TypeAliasType"): (3, 12),
+    ("typing", "ReadOnly"): (3, 13),
+    ("typing", "TypeIs"): (3, 13),
+    ("datetime", "UTC"): (3, 11),
+    ("enum", "StrEnum"): (3, 11),
+    ("tomllib", None): (3, 11),
+}
+
+
+def test_requires_python_is_no_older_than_what_the_package_imports():
+    package = ROOT / "clients" / "python"
+    spec = tomllib.loads((package / "pyproject.toml").read_text())["project"]["requires-python"]
+    oldest = tuple(int(n) for n in re.fullmatch(r">=\s*(\d+)\.(\d+)", spec).groups())  # type: ignore[union-attr]
+    needed = {}
+    for source in sorted((package / "ottoweb_client").glob("*.py")):
+        for node in ast.walk(ast.parse(source.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [(node.module, alias.name) for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [(alias.name, None) for alias in node.names]
+            else:
+                continue
+            for name in names:
+                if name in ADDED_IN and ADDED_IN[name] > oldest:
+                    needed[f"{source.name}: {name}"] = ADDED_IN[name]
+
+    assert needed == {}, f"requires-python {spec} is older than these imports need"

@@ -19,7 +19,7 @@ import hashlib
 import json
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from google.adk.memory import BaseMemoryService
@@ -76,7 +76,7 @@ def _moment(event: Event) -> str:
         or stamp < 0
     ):
         raise ValueError(f"event {event.id!r} has no usable timestamp ({stamp!r})")
-    return datetime.fromtimestamp(stamp, timezone.utc).isoformat()  # noqa: UP017 (3.10 has no UTC)
+    return datetime.fromtimestamp(stamp, UTC).isoformat()
 
 
 def _json(value: Any) -> str:
