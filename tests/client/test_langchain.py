@@ -281,6 +281,57 @@ def test_messages_round_trip_with_roles_names_and_tool_calls(alice):
     assert OttowebChatMessageHistory(alice, "nobody-yet", create=False).messages == []
 
 
+def chat_api_refusal(messages: list[BaseMessage]) -> str | None:
+    """Why a chat-completions API would refuse these messages, or None: an AI message's tool calls
+    must be answered by ToolMessages right after it, and a ToolMessage must answer such a call."""
+    open_calls: set[str] = set()
+    for n, m in enumerate(messages):
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in open_calls:
+                return (
+                    f"message {n}: a ToolMessage answering {m.tool_call_id!r}, which no call before it made"
+                )
+            open_calls.discard(m.tool_call_id)
+            continue
+        if open_calls:
+            return f"message {n}: calls {sorted(open_calls)} were never answered"
+        if isinstance(m, AIMessage) and m.tool_calls:
+            open_calls = {c["id"] for c in m.tool_calls}
+    return f"calls {sorted(open_calls)} were never answered" if open_calls else None
+
+
+def test_the_view_never_hands_the_model_a_tool_call_without_its_answer(alice):
+    history = OttowebChatMessageHistory(alice, "tools", x_budget=200, y_budget=400)
+    refusals, split = [], 0
+    for n in range(40):
+        call = {"id": f"call_{n}", "name": "weather", "args": {"city": f"c{n}"}}
+        history.add_messages(
+            [HumanMessage(f"What is the weather in city number {n}?"), AIMessage("", tool_calls=[call])]
+        )
+        history.add_messages(
+            [ToolMessage(f"Sunny, {10 + n} degrees in c{n}.", tool_call_id=call["id"], name="weather")]
+        )
+        history.add_messages([AIMessage(f"It is sunny and {10 + n} degrees in c{n}.")])
+        view = alice.context("tools")
+        stored = [t["meta"] for t in view["y_raw"] + view["x"]]
+        calls = {c["id"] for meta in stored for c in meta.get("tool_calls", [])}
+        answers = {meta["tool_call_id"] for meta in stored if "tool_call_id" in meta}
+        split += calls != answers  # compaction took one half of a call and left the other in view
+        messages = history.messages
+        if (why := chat_api_refusal(messages)) is not None:
+            refusals.append((n, why))
+        texts = [str(m.content) for m in messages]
+        for lone in calls ^ answers:  # the half left in view is still said, as text
+            k = int(lone.removeprefix("call_"))
+            half = (
+                f'calls weather({{"city": "c{k}"}})' if lone in calls else f"Sunny, {10 + k} degrees in c{k}."
+            )
+            assert any(half in t for t in texts), (n, lone, texts)
+
+    assert split > 0  # the case arose
+    assert refusals == []
+
+
 def test_history_bad_input_raises_and_writes_nothing(alice):
     history = OttowebChatMessageHistory(alice, "careful")
     history.add_messages([HumanMessage("first")])

@@ -51,6 +51,13 @@ class OttowebError(Exception):
         self.code, self.detail, self.status, self.field = code, detail, status, field
 
 
+class OttowebInputError(OttowebError, ValueError):
+    """Input the adapter cannot map onto the API; raised before anything is written (code `invalid_input`)."""
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__("invalid_input", detail, field=field)
+
+
 class Operation(NamedTuple):
     """One API operation a client method calls: its request and answer are OpenAPI components."""
 

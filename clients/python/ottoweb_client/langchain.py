@@ -8,8 +8,8 @@ this module. Every call goes through `Ottoweb`, so the user is always the token'
   no ".", so the join is reversible; "%", "@" and whitespace or control characters in a label are
   percent-escaped. An item is the note whose `key` is the item's key; its value is the note's content
   as JSON. `put` is `remember` with that key (the server replaces the note of that key in that scope).
-- `OttowebChatMessageHistory`: `messages` is the session's bounded view (`GET /context`), `add_messages`
-  one all-or-nothing batch append, `clear` a reset of everything.
+- `OttowebChatMessageHistory` (defined in `langchain_history`): `messages` is the session's bounded view
+  (`GET /context`), `add_messages` one all-or-nothing batch append, `clear` a reset of everything.
 
 Bad input raises `OttowebInputError` (an `OttowebError` and a `ValueError`) before anything is sent.
 """
@@ -19,31 +19,30 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, unquote
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.store import base as lg
 
-from .client import Ottoweb, OttowebError
-from .types import StoredNoteOut, Turn, TurnOut
+from .client import Ottoweb, OttowebError, OttowebInputError
+from .langchain_history import SUMMARY_HEAD, OttowebChatMessageHistory, message_turn, turn_message
+from .types import StoredNoteOut
 
-__all__ = ["OttowebChatMessageHistory", "OttowebInputError", "OttowebStore"]
+__all__ = [
+    "SUMMARY_HEAD",
+    "OttowebChatMessageHistory",
+    "OttowebInputError",
+    "OttowebStore",
+    "message_turn",
+    "turn_message",
+]
 
 MAX_KEY_CHARS = 200  # the notes API's limits
 MAX_APP_CHARS = 200
 RECALL_LIMIT = 50  # the most notes one recall returns
 PAGE = 100  # the most notes one listing returns
-
-
-class OttowebInputError(OttowebError, ValueError):
-    """Input the adapter cannot map onto the API; raised before anything is written (code `invalid_input`)."""
-
-    def __init__(self, detail: str, *, field: str | None = None) -> None:
-        super().__init__("invalid_input", detail, field=field)
 
 
 # --- the store ------------------------------------------------------------------------------------
@@ -297,140 +296,3 @@ class OttowebStore(lg.BaseStore):
             if all(_namespace_matches(c, ns) for c in op.match_conditions or ())
         }
         return sorted(found)[op.offset : op.offset + op.limit]
-
-
-# --- the chat history -----------------------------------------------------------------------------
-
-SUMMARY_HEAD = "Summary of the earlier conversation (oldest first):"
-ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
-    (HumanMessage, "user"),
-    (AIMessage, "assistant"),
-    (SystemMessage, "system"),
-    (ToolMessage, "tool"),
-)
-
-
-def _text(message: BaseMessage, where: str) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    parts = []
-    for block in message.content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            parts.append(str(block.get("text", "")))
-        else:
-            kind = block.get("type") if isinstance(block, dict) else type(block).__name__
-            raise OttowebInputError(
-                f"{where} holds a {kind!r} content block; only text is stored", field=where
-            )
-    return "".join(parts)
-
-
-def message_turn(message: BaseMessage, where: str = "message") -> Turn:
-    """The turn a message is appended as, or OttowebInputError saying why it cannot be one."""
-    role = next((r for cls, r in ROLES if isinstance(message, cls)), None)
-    if role is None:
-        raise OttowebInputError(
-            f"{where} is a {type(message).__name__} (type {message.type!r}); only human, ai, system and "
-            "tool messages map onto turns",
-            field=where,
-        )
-    text = _text(message, where)
-    meta: dict[str, Any] = {"lc_id": message.id} if message.id else {}
-    if isinstance(message, AIMessage) and message.tool_calls:
-        meta["tool_calls"] = [
-            {"id": c["id"], "name": c["name"], "args": c["args"]} for c in message.tool_calls
-        ]
-        if not text.strip():  # a turn needs text: say what was called
-            text = "; ".join(
-                f"calls {c['name']}({json.dumps(c['args'], default=str)})" for c in message.tool_calls
-            )
-    if isinstance(message, ToolMessage):
-        meta["tool_call_id"] = message.tool_call_id
-    if not text.strip():
-        raise OttowebInputError(f"{where} has no text", field=where)
-    try:
-        json.dumps(meta, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise OttowebInputError(
-            f"{where}'s id or tool calls are not JSON-serialisable: {exc}", field=where
-        ) from None
-    turn: Turn = {"role": role, "text": text}  # type: ignore[typeddict-item]
-    if message.name:
-        turn["name"] = message.name
-    if meta:
-        turn["meta"] = meta
-    return turn
-
-
-def turn_message(turn: TurnOut) -> BaseMessage:
-    """A turn of the view as the message it was appended as."""
-    meta, name, text = turn["meta"] or {}, turn["name"] or None, turn["text"]
-    extra: dict[str, Any] = {"id": meta["lc_id"]} if meta.get("lc_id") else {}
-    if turn["role"] == "assistant":
-        return AIMessage(content=text, name=name, tool_calls=meta.get("tool_calls", []), **extra)
-    if turn["role"] == "tool":
-        return ToolMessage(content=text, name=name, tool_call_id=meta.get("tool_call_id", ""), **extra)
-    if turn["role"] == "system":
-        return SystemMessage(content=text, name=name, **extra)
-    return HumanMessage(content=text, name=name, **extra)
-
-
-class OttowebChatMessageHistory(BaseChatMessageHistory):
-    """One ottoweb session as a LangChain chat history; the session is created on the first append
-    (with `create_options`: title, x_budget, y_budget, protected_share) unless `create=False`."""
-
-    def __init__(
-        self, client: Ottoweb, session_id: str, *, create: bool = True, **create_options: Any
-    ) -> None:
-        self.client, self.session_id = client, session_id
-        self.create, self.create_options = create, create_options
-
-    @property
-    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """The bounded view: the rolling summary as one leading SystemMessage, then Y's raw turns and X's."""
-        try:
-            view = self.client.context(self.session_id)
-        except OttowebError as exc:
-            if exc.code == "not_found":
-                return []
-            raise
-        out: list[BaseMessage] = []
-        if view["bullets"]:
-            lines = []
-            for bullet in view["bullets"]:
-                label = "- "
-                if bullet.get("quote"):
-                    label = "- the person's earlier words (excerpt; the full text is in memory): "
-                elif bullet["protected"]:
-                    label = "- verbatim: "
-                lines.append(label + bullet["text"])
-            out.append(SystemMessage(content="\n".join([SUMMARY_HEAD, *lines])))
-        out.extend(turn_message(t) for t in (*view["y_raw"], *view["x"]))
-        return out
-
-    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
-        """Append every message in one batch call: all of them or, on any refusal, none."""
-        turns = [message_turn(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        if not turns:
-            return
-        try:
-            self.client.append_batch(self.session_id, turns)
-        except OttowebError as exc:
-            if exc.code != "not_found" or not self.create:
-                raise
-            try:
-                self.client.create_session(self.session_id, **self.create_options)
-            except OttowebError as taken:
-                if taken.code != "conflict":
-                    raise
-            self.client.append_batch(self.session_id, turns)
-
-    def clear(self) -> None:
-        """Reset the session: every turn and the rolling summary (`memory` action reset, mode all)."""
-        try:
-            self.client.memory_action(self.session_id, "reset", mode="all")
-        except OttowebError as exc:
-            if exc.code != "not_found":
-                raise
