@@ -190,11 +190,12 @@ def _session_tools(who: Who) -> list[Tool]:
         return run(lambda: who(ctx), "recall", work, session=args.session)
 
     def list_sessions(args: ListSessionsArguments, ctx: Context) -> dict[str, Any]:
-        """Your sessions, most recently used first: id, title, turns, token counts."""
+        """Your sessions, most recently used first: id, title, turns, token counts; `count` is how
+        many match, and `offset` pages past the first `limit`."""
 
         def work(caller: Caller) -> dict[str, Any]:
             rows = Session.objects.for_user(caller.user).matching(args.q)
-            page = rows.with_totals().order_by("-updated_at", "-id")[: args.limit]
+            page = rows.with_totals().order_by("-updated_at", "-id")[args.offset : args.offset + args.limit]
             return {"items": _json([session_summary(s) for s in page]), "count": rows.count()}
 
         return run(lambda: who(ctx), "list_sessions", work)

@@ -348,6 +348,26 @@ def test_mcp_pop_turn_takes_back_the_newest_turn_and_answers_null_when_none_is_l
     assert got["none"] == {"session": sid, "turn": None}
 
 
+def test_mcp_list_sessions_pages_past_its_limit_with_offset(server):
+    async def scenario(client: Client) -> list[dict[str, Any]]:
+        for n in range(5):
+            await call(client, "append_turns", {"session": f"page-{n}", "turns": turns(1)})
+        pages = []
+        for offset in (0, 2, 4, 6):
+            pages.append(await call(client, "list_sessions", {"q": "page-", "limit": 2, "offset": offset}))
+        return pages
+
+    pages = drive(over_http(server, server.bob_token), scenario)  # type: ignore[attr-defined]
+
+    assert [p["count"] for p in pages] == [5, 5, 5, 5]
+    assert [[s["id"] for s in p["items"]] for p in pages] == [
+        ["page-4", "page-3"],
+        ["page-2", "page-1"],
+        ["page-0"],
+        [],
+    ]
+
+
 def test_mcp_append_turns_pins_and_pin_turn_pins_and_unpins(server):
     sid = "pins-mcp"
     rule = "Always answer in French, however the question is asked."
