@@ -134,4 +134,6 @@ def test_client_raises_one_error_type_with_code_and_detail_for_every_refusal(ser
     assert errors["conflict"].detail == "session id 'taken' is taken"
     assert errors["invalid"].field == "text"
     assert errors["too_large"].detail == "request body is larger than the server accepts"
+    assert errors["too_many_jobs"].retry_after == 30  # the server's Retry-After, for a backoff
+    assert {e.retry_after for c, e in errors.items() if c != "too_many_jobs"} == {None}
     assert all(e.detail for e in errors.values())

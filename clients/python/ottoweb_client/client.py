@@ -44,11 +44,21 @@ from .types import (
 
 
 class OttowebError(Exception):
-    """A refused or failed call: `code` is the API's machine code, `detail` says what is wrong."""
+    """A refused or failed call: `code` is the API's machine code, `detail` says what is wrong;
+    `retry_after`, the seconds the server's Retry-After asks to wait (a 429 or 503), else None."""
 
-    def __init__(self, code: str, detail: str, *, status: int = 0, field: str | None = None) -> None:
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        status: int = 0,
+        field: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(f"{code}: {detail}")
         self.code, self.detail, self.status, self.field = code, detail, status, field
+        self.retry_after = retry_after
 
 
 class OttowebInputError(OttowebError, ValueError):
@@ -144,7 +154,7 @@ class Ottoweb:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 status, content = response.status, response.read()
         except urllib.error.HTTPError as err:
-            raise _refusal(err.code, err.read()) from None
+            raise _refusal(err.code, err.read(), err.headers.get("Retry-After")) from None
         except urllib.error.URLError as exc:  # before the request was sent: nothing was done
             raise OttowebError("unreachable", f"{self.base_url}: {exc}") from None
         except TimeoutError:  # sent: it may have been done
@@ -408,9 +418,12 @@ def _excerpt(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")[:500]
 
 
-def _refusal(status: int, raw: bytes) -> OttowebError:
+def _refusal(status: int, raw: bytes, retry_after: str | None = None) -> OttowebError:
+    wait = int(retry_after) if retry_after and retry_after.strip().isdigit() else None  # not an HTTP date
     try:
         answer = json.loads(raw)
-        return OttowebError(answer["code"], answer["detail"], status=status, field=answer.get("field"))
+        return OttowebError(
+            answer["code"], answer["detail"], status=status, field=answer.get("field"), retry_after=wait
+        )
     except (ValueError, KeyError, TypeError):
-        return OttowebError("http_error", f"HTTP {status}: {_excerpt(raw)}", status=status)
+        return OttowebError("http_error", f"HTTP {status}: {_excerpt(raw)}", status=status, retry_after=wait)
