@@ -1,7 +1,8 @@
 """ottoweb_client's one exception type holds when no answer of the API's comes back: the client is
 pointed at another service, the server closes the connection, answers a page that is not JSON, or
 takes longer than the timeout. Each is an OttowebError whose code says whether the request may have
-been acted on (never http.client's or json's own exceptions)."""
+been acted on (never http.client's or json's own exceptions). And an address that already ends in
+the API's prefix reaches the API."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from ottoweb_client import Ottoweb, OttowebError
 
 from tests.live import free_port
 
-pytestmark = pytest.mark.sqlite_pass  # no database: the client's transport is tested
+pytestmark = pytest.mark.sqlite_pass  # the client's transport, not the database, is tested
 
 
 @pytest.fixture
@@ -96,3 +97,12 @@ def test_nothing_listening_is_unreachable_as_before():
     error = refusal(f"http://127.0.0.1:{free_port()}")
 
     assert (error.code, error.status) == ("unreachable", 0)
+
+
+@pytest.mark.slow  # a live server
+def test_an_address_given_with_the_api_prefix_reaches_the_api(server):
+    for url in (server.url, server.url + "/", server.url + "/api/v1", server.url + "/api/v1/"):
+        client = Ottoweb(url, server.token)
+
+        assert client.base_url == server.url + "/api/v1"
+        assert client.list_sessions()["count"] == 0

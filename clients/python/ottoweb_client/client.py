@@ -123,10 +123,11 @@ def _scope(app_name: str | None, domain: str | None, conversation_id: str | None
 
 
 class Ottoweb:
-    """`Ottoweb("http://127.0.0.1:8000", token="otto_…")`; every method is one API call."""
+    """`Ottoweb("http://127.0.0.1:8000", token="otto_…")`; every method is one API call. The address
+    may end in the API's own prefix (`…/api/v1`): it is not added twice."""
 
     def __init__(self, base_url: str, token: str, *, timeout: float = 60.0) -> None:
-        self.base_url = base_url.rstrip("/") + "/api/v1"
+        self.base_url = base_url.rstrip("/").removesuffix("/api/v1") + "/api/v1"
         self.token = token
         self.timeout = timeout
 
