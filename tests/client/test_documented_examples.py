@@ -194,3 +194,22 @@ def test_every_python_example_of_the_docs_is_one_of_those_run_here():
         "docs/integrations.md": 3,
         "docs/mcp.md": 1,
     }
+
+
+def test_every_pip_install_of_the_client_names_a_checkout_not_the_package_index():
+    """ottoweb-client is on no package index: `pip install 'ottoweb-client[adk]'` fails (or, were the
+    name ever taken there, installs someone else's package). Every install line gives a path."""
+    documents = [
+        ROOT / "README.md",
+        ROOT / "clients/python/README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "clients/python/ottoweb_client").glob("*.py")),
+    ]
+    installs = {
+        f"{d.relative_to(ROOT)}: {m}"
+        for d in documents
+        for m in re.findall(r"pip install\s+(['\"]?[^\s`'\"]+)", d.read_text())
+        if "clients/python" in m or "ottoweb" in m
+    }
+
+    assert installs and all("clients/python" in i.split(": ", 1)[1] for i in installs), sorted(installs)

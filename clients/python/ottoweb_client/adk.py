@@ -1,5 +1,6 @@
 """A Google ADK memory service on ottoweb: `OttowebMemoryService(Ottoweb(url, token))` (`pip install
-"ottoweb-client[adk]"`; tested against google-adk 1.1.1). Only this module imports google.adk.
+'/path/to/ottoweb/clients/python[adk]'`; tested against google-adk 1.1.1). Only this module imports
+google.adk.
 
 One ottoweb token is one ottoweb user: the server keeps every other user's data out of reach.
 Under it, each ADK (app_name, user_id) is one ottoweb session (`session_id_for`) that every ADK

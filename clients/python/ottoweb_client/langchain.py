@@ -1,7 +1,7 @@
 """LangGraph and LangChain adapters: a LangGraph store over scoped notes, a chat history over a session.
 
-Needs the `langgraph` extra (`pip install 'ottoweb-client[langgraph]'`); the core package never imports
-this module. Every call goes through `Ottoweb`, so the user is always the token's.
+Needs the `langgraph` extra (`pip install '/path/to/ottoweb/clients/python[langgraph]'`); the core
+package never imports this module. Every call goes through `Ottoweb`, so the user is always the token's.
 
 - `OttowebStore`: a namespace `("memories", "u1")` is the app scope `appName="memories.u1"` of the
   store's `domain` (default "langgraph"; projectKey `app:memories.u1@langgraph`). LangGraph labels hold

@@ -14,7 +14,7 @@ stays in ottoweb, and `recall_tool` lets the agent ask for it.
     agent = Agent(name="helper", tools=[recall_tool(otto, "support-42")])
     await Runner.run(agent, "Where did we ship the order?", session=session)
 
-Needs `pip install 'ottoweb-client[openai-agents]'`. The mapping of each item type onto a turn:
+Needs `pip install '/path/to/ottoweb/clients/python[openai-agents]'`. The mapping of each item type onto a turn:
 `to_turn` and `from_turns`. Input it cannot map raises `ValueError` before anything is written; a
 refusal of the server raises `OttowebError`; an `add_items` is one batch, stored whole or not at all.
 """
