@@ -53,7 +53,11 @@ ConversationId = Annotated[str | None, Field(description="conversation scope: th
 class Turn(ToolArguments):
     role: Literal["user", "assistant", "tool", "system"]
     text: str
-    kind: Literal["history", "context"] = "history"
+    kind: Literal["history", "context"] = Field(
+        "history",
+        description="history: the conversation, in get_context (default); context: bulky tool output "
+        "kept out of get_context, found by recall (kind context or all); never pinned",
+    )
     protected: bool | None = Field(
         None, description="never summarised; default: true for a user's history turn, else false"
     )
@@ -74,7 +78,10 @@ class AppendTurnsArguments(ToolArguments):
 
 class PinTurnArguments(ToolArguments):
     session: SessionId
-    position: int = Field(description="the turn's position (append_turns answers them)")
+    position: int = Field(
+        description="a history turn's position, as append_turns answers it for a turn of kind history "
+        "(or recall for a hit); context turns are numbered apart and cannot be pinned"
+    )
     pinned: bool = Field(True, description="true: pin it; false: unpin it")
 
 

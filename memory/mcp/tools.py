@@ -84,8 +84,8 @@ def _session_tools(who: Who) -> list[Tool]:
         for word. The session is created on first use. Each turn: role (user, assistant, tool, system),
         text, optional name (who spoke), occurred_at (ISO 8601 with offset) and pinned (true: keep
         it word for word in get_context until unpinned, for what must never be summarised). The
-        answer lists each turn's position, kind and hash, in the order sent (pin_turn takes the
-        position)."""
+        answer lists each turn's position, kind and hash, in the order sent (pin_turn takes a
+        history turn's position; context turns are numbered apart)."""
 
         def work(caller: Caller) -> dict[str, Any]:
             services.check_session_id(args.session, field="session")

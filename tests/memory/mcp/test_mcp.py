@@ -165,6 +165,12 @@ def test_mcp_tools_append_compact_recall_notes_and_lessons(server, transport):
 
     assert set(got["tools"]) == TOOLS
     assert all(t.description and len(t.description) > 40 for t in got["tools"].values())
+    # A context turn's position is not a history turn's: pin_turn says which it takes (an agent
+    # that pinned the position append_turns gave its tool output pinned a turn of the conversation).
+    pin_position = got["tools"]["pin_turn"].input_schema["properties"]["position"]["description"]
+    turn_kind = got["tools"]["append_turns"].input_schema["$defs"]["Turn"]["properties"]["kind"]
+    assert "history turn's position" in pin_position and "cannot be pinned" in pin_position
+    assert "kept out of get_context" in turn_kind["description"]
     destructive = {
         name for name, t in got["tools"].items() if t.annotations and t.annotations.destructive_hint
     }
