@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,13 +126,10 @@ class Command(BaseCommand):
                             first=first if q.superseded else None,
                         )
                     )
-                    if options["show_items"] == "all" or (
-                        options["show_items"] == "failures" and not all(found)
-                    ):
-                        self.stdout.write(f"\n[{locomo.CATEGORIES[q.category]}] {q.question}")
-                        for e in q.evidence:
-                            mark = "+" if position_of[e] in answer.returned else "-"
-                            self.stdout.write(f"  {mark} {e}: {text_of[e][:160]}")
+                    # A changed fact's question fails too when a superseded turn came back first.
+                    failed = not all(found) or (bool(q.superseded) and not ahead)
+                    if options["show_items"] == "all" or (options["show_items"] == "failures" and failed):
+                        self.stdout.write("\n".join(["", *describe(q, answer.order, position_of, text_of)]))
         finally:
             path.close()
         if generations == 0:
@@ -317,3 +314,17 @@ def _replay(conv: locomo.Conversation, user: Any, x_budget: int, y_budget: int) 
         outcome = services.append_items(session=session, items=[item])[0]
         position_of[turn.dia_id] = outcome.position
     return session, position_of
+
+
+def describe(
+    q: locomo.Question, order: Sequence[int], position_of: dict[str, int], text_of: dict[str, str]
+) -> list[str]:
+    """A question as --show-items prints it: its category and words, then each evidence turn's place
+    among the turns returned (`#3`; `-` not returned) and each superseded turn's (`was #1`)."""
+    rank = {p: n for n, p in reversed(list(enumerate(order, start=1)))}
+    lines = [f"[{locomo.CATEGORIES[q.category]}] {q.question}"]
+    for mark, turns in (("", q.evidence), ("was ", q.superseded)):
+        for e in turns:
+            where = f"#{rank[position_of[e]]}" if position_of[e] in rank else "-"
+            lines.append(f"  {mark}{where} {e}: {' '.join(text_of[e].split())[:160]}")
+    return lines

@@ -227,3 +227,20 @@ def test_the_command_writes_the_split(tmp_path):
     written = json.loads(out.read_text())
     assert [s["sample_id"] for s in written] == [f"corr-{n:02d}" for n in range(3, 19, 3)]
     assert written == json.loads(json.dumps(corrections.build("holdout")))
+
+
+def test_show_items_gives_each_evidence_and_superseded_turn_its_place_among_those_returned():
+    from memory.management.commands.eval_memory import describe
+
+    q = locomo.Question("What day is the check-up?", 9, ("D3:12",), superseded=("D2:2", "D2:9"))
+    position_of = {"D2:2": 66, "D2:9": 80, "D3:12": 122}
+    text_of = {"D2:2": "Booked for\nWednesday.", "D2:9": "Wednesday it is.", "D3:12": "No, it's Friday."}
+
+    lines = describe(q, [67, 66, 121, 122, 66], position_of, text_of)
+
+    assert lines == [
+        "[correction] What day is the check-up?",
+        "  #4 D3:12: No, it's Friday.",
+        "  was #2 D2:2: Booked for Wednesday.",
+        "  was - D2:9: Wednesday it is.",
+    ]
