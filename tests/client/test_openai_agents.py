@@ -14,7 +14,13 @@ from agents import Agent, Runner, set_tracing_disabled
 from agents.items import ModelResponse
 from agents.models.interface import Model
 from agents.usage import Usage
-from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseFunctionWebSearch,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
+from openai.types.responses.response_function_web_search import ActionSearch
 from ottoweb_client import Ottoweb
 from ottoweb_client.openai_agents import SUMMARY_PREFIX, OttowebSession, recall_tool
 
@@ -176,13 +182,89 @@ def test_pop_item_then_export_and_import_round_trip_and_clear_empties_the_view(s
     assert run(session.pop_item()) is None
 
 
+class HostedSearchModel(Model):
+    """Answers as the Responses API does for an agent with WebSearchTool: the hosted call, then the
+    message; every input it is given is kept."""
+
+    def __init__(self) -> None:
+        self.inputs: list[list[dict[str, Any]]] = []
+
+    async def get_response(self, system_instructions, input, *args, **kwargs):  # noqa: A002
+        self.inputs.append([dict(i) for i in input] if isinstance(input, list) else [{"content": input}])
+        search = ResponseFunctionWebSearch(
+            id=f"ws_{len(self.inputs)}",
+            type="web_search_call",
+            status="completed",
+            action=ActionSearch(type="search", query="weather porto"),
+        )
+        return ModelResponse(
+            output=[search, message("It is sunny in Porto.")], usage=Usage(), response_id=None
+        )
+
+    def stream_response(self, *args, **kwargs):
+        raise NotImplementedError("the test runs without streaming")
+
+
+def test_a_hosted_tool_s_call_is_stored_and_given_back_as_it_came(server):
+    # An agent with WebSearchTool: add_items raised ValueError on the web_search_call after the model
+    # answered, and the answer was lost (only the user's turn was stored).
+    client = Ottoweb(server.url, server.token)
+    session = OttowebSession("agent-hosted", client)
+    model = HostedSearchModel()
+    agent = Agent(name="helper", model=model)
+
+    first = run(Runner.run(agent, "Weather in Porto?", session=session))
+    run(Runner.run(agent, "And tomorrow?", session=session))
+
+    assert first.final_output == "It is sunny in Porto."
+    turns = client.context("agent-hosted")["x"]
+    assert [t["text"] for t in turns[:3]] == [
+        "Weather in Porto?",
+        "(searched the web for: weather porto)",
+        "It is sunny in Porto.",
+    ]
+    # The next turn's input holds the hosted call as the SDK gave it, then the answer.
+    given = model.inputs[1]
+    (search,) = [i for i in given if i.get("type") == "web_search_call"]
+    assert search["id"] == "ws_1" and search["action"]["query"] == "weather porto"
+    assert [text_of(i) for i in given if i.get("type", "message") == "message"][:2] == [
+        "Weather in Porto?",
+        "It is sunny in Porto.",
+    ]
+
+
+def test_an_item_of_an_unknown_type_is_kept_with_the_rest_of_the_turn(server):
+    client = Ottoweb(server.url, server.token)
+    session = OttowebSession("agent-unknown", client)
+    call = {"type": "computer_call", "id": "cu_1", "call_id": "c1", "action": {"type": "click", "x": 1}}
+    output = {"type": "computer_call_output", "call_id": "c1", "output": {"type": "computer_screenshot"}}
+    lone = {"type": "future_item", "id": "f_1", "payload": "x" * 5000}  # too large for meta: its text
+
+    run(session.add_items([{"role": "user", "content": "Click it."}, call, output, lone]))
+    items = run(session.get_items())
+
+    assert items[:3] == [{"role": "user", "content": "Click it."}, call, output]
+    assert items[3]["role"] == "assistant" and items[3]["content"].startswith(
+        '(future_item: {"payload": "xxx'
+    )
+    # Half a call in view comes back as words, not as an item a model API would refuse alone.
+    assert run(session.pop_item()) == items[3]
+    run(session.pop_item())
+    assert run(session.get_items())[1:] == [
+        {
+            "role": "assistant",
+            "content": '(computer_call: {"call_id": "c1", "action": {"type": "click", "x": 1}})',
+        }
+    ]
+
+
 def test_an_item_the_adapter_cannot_map_raises_and_nothing_is_written(server):
     client = Ottoweb(server.url, server.token)
     session = OttowebSession("agent-bad", client)
     good = {"role": "user", "content": "This turn must not be stored alone."}
 
-    with pytest.raises(ValueError, match="computer_call"):
-        run(session.add_items([good, {"type": "computer_call", "call_id": "c1"}]))
+    with pytest.raises(ValueError, match="content part"):
+        run(session.add_items([good, {"role": "user", "content": [{"type": "hologram"}]}]))
     with pytest.raises(ValueError, match="role"):
         run(session.add_items([good, {"role": "wizard", "content": "hi"}]))
 

@@ -15,7 +15,8 @@ stays in ottoweb, and `recall_tool` lets the agent ask for it.
     await Runner.run(agent, "Where did we ship the order?", session=session)
 
 Needs `pip install '/path/to/ottoweb/clients/python[openai-agents]'`. The mapping of each item type onto a turn:
-`to_turn` and `from_turns`. Input it cannot map raises `ValueError` before anything is written; a
+`to_turn` and `from_turns` (an item of a type it does not know, such as a hosted tool's call, is kept
+as it came in the turn's meta). Input it cannot map raises `ValueError` before anything is written; a
 refusal of the server raises `OttowebError`; an `add_items` is one batch, stored whole or not at all.
 """
 
@@ -42,6 +43,10 @@ ROLES: dict[str, Literal["user", "assistant", "system"]] = {
 }
 # Item types stored as tool turns, given back as themselves when both halves of a call are in view.
 CALL, OUTPUT = "function_call", "function_call_output"
+# Any other item (a hosted tool's call such as `web_search_call`, an item type newer than this
+# adapter) is kept as it came in the turn's meta, as the SDK's SQLiteSession keeps every item, when
+# it fits the server's 4 KB (with room for the meta's other keys); a larger one is kept as its text.
+VERBATIM_BYTES = 3_800
 
 
 def _text_of(content: Any) -> str:
@@ -99,7 +104,32 @@ def to_turn(item: Mapping[str, Any]) -> Turn:
     if kind == "reasoning":
         summary = " ".join(str(s.get("text", "")) for s in item.get("summary", []) if isinstance(s, Mapping))
         return {"role": "assistant", "text": summary or "(reasoning)", "meta": {"sdk_type": "reasoning"}}
-    raise ValueError(f"an item of type {kind!r} cannot be stored in an ottoweb session")
+    return _other_turn(str(kind), item)
+
+
+def _other_turn(kind: str, item: Mapping[str, Any]) -> Turn:
+    """Any other item as an assistant turn (a tool turn for a call's output) that says what it was,
+    for the summary and recall; the item itself in `meta.sdk_item` when it fits, given back as it
+    came (`_item_of`)."""
+    action = item.get("action")
+    query = action.get("query") if isinstance(action, Mapping) else None
+    if kind == "web_search_call" and query:
+        text = f"(searched the web for: {query})"
+    else:
+        shown = {k: v for k, v in item.items() if k not in ("type", "id", "status")}
+        text = f"({kind}: {json.dumps(shown, ensure_ascii=False, default=str)[:2000]})"
+    meta: dict[str, Any] = {"sdk_type": kind}
+    call_id = item.get("call_id")
+    if call_id:
+        meta["call_id"] = str(call_id)
+    try:
+        size = len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
+    except (TypeError, ValueError):  # not JSON: kept as its text only
+        size = VERBATIM_BYTES + 1
+    if size <= VERBATIM_BYTES:
+        meta["sdk_item"] = dict(item)
+    role: Literal["assistant", "tool"] = "tool" if kind.endswith("_output") else "assistant"
+    return {"role": role, "text": text, "meta": meta}
 
 
 def _message(role: str, text: str) -> dict[str, Any]:
@@ -124,6 +154,9 @@ def _item_of(turn: TurnOut, paired: set[str]) -> dict[str, Any] | None:
         if call_id in paired:
             return {"type": OUTPUT, "call_id": call_id, "output": text}
         return _message("assistant", f"(a tool answered: {text})")
+    verbatim = meta.get("sdk_item")
+    if isinstance(verbatim, dict) and (not call_id or call_id in paired):
+        return dict(verbatim)
     role = turn["role"]
     if role == "tool":
         return _message("assistant", f"(a tool answered: {text})")
@@ -136,9 +169,12 @@ def from_turns(view: ContextOut) -> list[dict[str, Any]]:
     halves: dict[str, set[str]] = {}
     for turn in turns:
         meta = turn.get("meta") or {}
-        if meta.get("sdk_type") in (CALL, OUTPUT):
-            halves.setdefault(str(meta.get("call_id", "")), set()).add(meta["sdk_type"])
-    paired = {call_id for call_id, kinds in halves.items() if kinds == {CALL, OUTPUT}}
+        kind = str(meta.get("sdk_type", ""))
+        if meta.get("call_id") and kind != "reasoning":  # a call and its output (`…_call_output`)
+            halves.setdefault(str(meta["call_id"]), set()).add(
+                "output" if kind.endswith("_output") else "call"
+            )
+    paired = {call_id for call_id, kinds in halves.items() if kinds == {"call", "output"}}
     items: list[dict[str, Any]] = []
     if view["bullets"]:
         summary = "\n".join(b["text"] for b in view["bullets"])
