@@ -19,6 +19,7 @@ from mcp.types import ToolAnnotations
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 
+import ottoweb
 from memory import hooks, services
 from memory.answers import RecallOut, recalled, remembered, stored_note
 from memory.models import Session
@@ -326,7 +327,7 @@ class OttoServer(MCPServer):
     and audit the refusals of their arguments (made by the SDK before a tool runs) too."""
 
     def __init__(self, identify: Who, tools: list[Tool]) -> None:
-        super().__init__("ottoweb", instructions=INSTRUCTIONS, tools=tools)
+        super().__init__("ottoweb", version=ottoweb.__version__, instructions=INSTRUCTIONS, tools=tools)
         self.identify = identify
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
