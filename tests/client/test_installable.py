@@ -13,6 +13,9 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 from tests.live import ROOT
 
@@ -119,3 +122,30 @@ def test_requires_python_is_no_older_than_what_the_package_imports():
                     needed[f"{source.name}: {name}"] = ADDED_IN[name]
 
     assert needed == {}, f"requires-python {spec} is older than these imports need"
+
+
+def next_major(version: Version) -> Version:
+    """The first release that may break what was tested: the next major (the next minor of a 0.x,
+    whose minor releases are its breaking ones)."""
+    major, minor = version.release[0], version.release[1]
+    return Version(f"{major + 1}") if major else Version(f"0.{minor + 1}")
+
+
+def test_every_extra_admits_the_pinned_release_and_caps_the_next_major():
+    # `pip install '…[adk]'` in a fresh environment installed google-adk 2.x, the adapter being
+    # tested against requirements.txt's 1.1.1.
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        if "==" in line and not line.lstrip().startswith("#"):
+            name, version = line.split("#")[0].strip().split("==")
+            pins[canonicalize_name(name)] = Version(version)
+    extras = tomllib.loads((ROOT / "clients/python/pyproject.toml").read_text())["project"]
+    wrong = {}
+    for extra, requirements in extras["optional-dependencies"].items():
+        for line in requirements:
+            requirement = Requirement(line)
+            pinned = pins[canonicalize_name(requirement.name)]
+            if pinned not in requirement.specifier or next_major(pinned) in requirement.specifier:
+                wrong[f"[{extra}] {line}"] = str(pinned)
+
+    assert wrong == {}, "each extra takes requirements.txt's release and stops before its next major"
