@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import socket
 import threading
+import tomllib
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 
+import ottoweb_client
 import pytest
 from ottoweb_client import Ottoweb, OttowebError
 
-from tests.live import free_port
+from tests.live import ROOT, free_port
+from tests.stubs import StubServer
 
 pytestmark = pytest.mark.sqlite_pass  # the client's transport, not the database, is tested
 
@@ -106,3 +110,34 @@ def test_an_address_given_with_the_api_prefix_reaches_the_api(server):
 
         assert client.base_url == server.url + "/api/v1"
         assert client.list_sessions()["count"] == 0
+
+
+def test_times_may_be_datetimes_with_an_offset_and_the_client_names_itself():
+    # A datetime was a TypeError of json's; it is sent as ISO 8601. The User-Agent names the client.
+    lisbon = datetime(2026, 5, 1, 9, 30, tzinfo=timezone(timedelta(hours=1)))
+    with StubServer(lambda path, body: (200, {"items": []} if path.endswith("batch") else {})) as stub:
+        otto = Ottoweb(stub.url, "otto_x")
+        otto.recall("trip", "when?", since=lisbon, until=lisbon + timedelta(days=1))
+        otto.append("trip", "user", "We land at 7:40.", occurred_at=lisbon)
+        otto.append_batch("trip", [{"role": "user", "text": "hi", "occurred_at": lisbon}])
+        late = {"role": "user", "text": "b", "occurred_at": datetime(2026, 5, 1)}
+        naive = [
+            lambda: otto.recall("trip", "when?", until=datetime(2026, 5, 1)),
+            lambda: otto.append("trip", "user", "hi", occurred_at=datetime(2026, 5, 1)),
+            lambda: otto.append_batch("trip", [{"role": "user", "text": "a"}, late]),
+        ]
+        refusals = []
+        for call in naive:
+            with pytest.raises(OttowebError) as raised:
+                call()
+            refusals.append((raised.value.code, raised.value.field))
+
+    (recall, _), (append, _), (batch, _) = [(body, headers) for _, body, headers in stub.requests]
+    version = tomllib.loads((ROOT / "clients/python/pyproject.toml").read_text())["project"]["version"]
+    assert (recall["since"], recall["until"]) == ("2026-05-01T09:30:00+01:00", "2026-05-02T09:30:00+01:00")
+    assert append["occurred_at"] == batch["items"][0]["occurred_at"] == "2026-05-01T09:30:00+01:00"
+    assert ottoweb_client.__version__ == version
+    assert {headers["User-Agent"] for _, _, headers in stub.requests} == {f"ottoweb-client/{version}"}
+    # A naive datetime is refused before anything is sent: the server needs an offset.
+    assert len(stub.requests) == 3
+    assert refusals == [("invalid", "until"), ("invalid", "occurred_at"), ("invalid", "items.1.occurred_at")]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from .client import OPERATIONS, Operation, Ottoweb, OttowebError
+from .client import OPERATIONS, Operation, Ottoweb, OttowebError, __version__
 
-__all__ = ["OPERATIONS", "Operation", "Ottoweb", "OttowebError"]
+__all__ = ["OPERATIONS", "Operation", "Ottoweb", "OttowebError", "__version__"]

@@ -15,8 +15,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, Literal, NamedTuple, cast
 
+from .errors import OttowebError as OttowebError  # re-exported: the adapters' and users' import
+from .errors import OttowebInputError as OttowebInputError
+from .errors import excerpt, moment, refusal, said
 from .types import (
     AppendOut,
     BatchOut,
@@ -42,30 +46,8 @@ from .types import (
     TurnOut,
 )
 
-
-class OttowebError(Exception):
-    """A refused or failed call: `code` is the API's machine code, `detail` says what is wrong;
-    `retry_after`, the seconds the server's Retry-After asks to wait (a 429 or 503), else None."""
-
-    def __init__(
-        self,
-        code: str,
-        detail: str,
-        *,
-        status: int = 0,
-        field: str | None = None,
-        retry_after: int | None = None,
-    ) -> None:
-        super().__init__(f"{code}: {detail}")
-        self.code, self.detail, self.status, self.field = code, detail, status, field
-        self.retry_after = retry_after
-
-
-class OttowebInputError(OttowebError, ValueError):
-    """Input the adapter cannot map onto the API; raised before anything is written (code `invalid_input`)."""
-
-    def __init__(self, detail: str, *, field: str | None = None) -> None:
-        super().__init__("invalid_input", detail, field=field)
+# The package's version (pyproject.toml's), sent as the User-Agent `ottoweb-client/<version>`.
+__version__ = "0.1.0"
 
 
 class Operation(NamedTuple):
@@ -149,13 +131,14 @@ class Ottoweb:
         request = urllib.request.Request(url, data=data, method=op.method)
         request.add_header("Authorization", f"Bearer {self.token}")
         request.add_header("Accept", "application/json")
+        request.add_header("User-Agent", f"ottoweb-client/{__version__}")
         if data is not None:
             request.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 status, content = response.status, response.read()
         except urllib.error.HTTPError as err:
-            raise _refusal(err.code, err.read(), err.headers.get("Retry-After")) from None
+            raise refusal(err.code, err.read(), err.headers.get("Retry-After")) from None
         except urllib.error.URLError as exc:  # before the request was sent: nothing was done
             raise OttowebError("unreachable", f"{self.base_url}: {exc}") from None
         except TimeoutError:  # sent: it may have been done
@@ -164,12 +147,12 @@ class Ottoweb:
                 f"{self.base_url}: no answer within {self.timeout:g} s; the server may have acted on it",
             ) from None
         except (OSError, http.client.HTTPException) as exc:  # after it was sent
-            raise OttowebError("bad_answer", f"{self.base_url}: {_said(exc)}") from None
+            raise OttowebError("bad_answer", f"{self.base_url}: {said(exc)}") from None
         try:
             return json.loads(content) if content else None
         except ValueError:
             raise OttowebError(
-                "bad_answer", f"{url}: the answer is not JSON: {_excerpt(content)}", status=status
+                "bad_answer", f"{url}: the answer is not JSON: {excerpt(content)}", status=status
             ) from None
 
     # --- sessions -------------------------------------------------------------------------------
@@ -224,24 +207,32 @@ class Ottoweb:
         kind: Literal["history", "context"] | None = None,
         protected: bool | None = None,
         name: str | None = None,
-        occurred_at: str | None = None,
+        occurred_at: str | datetime | None = None,
         meta: dict[str, Any] | None = None,
         pinned: bool | None = None,
     ) -> AppendOut:
+        """`occurred_at`: ISO 8601 with an offset, or a datetime that has one."""
         body = _given(
             role=role,
             text=text,
             kind=kind,
             protected=protected,
             name=name,
-            occurred_at=occurred_at,
+            occurred_at=moment(occurred_at, "occurred_at"),
             meta=meta,
             pinned=pinned,
         )
         return cast(AppendOut, self._call("append", body, sid=session_id))
 
     def append_batch(self, session_id: str, items: list[Turn]) -> BatchOut:
-        return cast(BatchOut, self._call("append_batch", {"items": items}, sid=session_id))
+        """All of `items` or none; an item's `occurred_at` may be a datetime that has an offset."""
+        sent = [
+            {**item, "occurred_at": moment(item["occurred_at"], f"items.{n}.occurred_at")}
+            if isinstance(item.get("occurred_at"), datetime)
+            else item
+            for n, item in enumerate(items)
+        ]
+        return cast(BatchOut, self._call("append_batch", {"items": sent}, sid=session_id))
 
     def pin(self, session_id: str, position: int, *, pinned: bool = True) -> TurnOut:
         """Keep the history turn at `position` verbatim in the view until unpinned (`pinned=False`);
@@ -265,19 +256,20 @@ class Ottoweb:
         match: Literal["semantic", "keyword"] | None = None,
         policy: Literal["default", "procedural"] | None = None,
         max_tokens: int | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
         rules_off: Sequence[RuleName] | None = None,
     ) -> RecallOut:
-        """`rules_off`: ranking rules to switch off for this recall (the server's docs/recall.md)."""
+        """`rules_off`: ranking rules to switch off for this recall (the server's docs/recall.md);
+        `since`, `until`: ISO 8601 with an offset, or datetimes that have one."""
         body = _given(
             query=query,
             kind=kind,
             match=match,
             policy=policy,
             max_tokens=max_tokens,
-            since=since,
-            until=until,
+            since=moment(since, "since"),
+            until=moment(until, "until"),
             rules_off=list(rules_off) if rules_off is not None else None,
         )
         return cast(RecallOut, self._call("recall", body, sid=session_id))
@@ -404,27 +396,3 @@ class Ottoweb:
 
     def delete_note(self, note_id: int) -> None:
         self._call("delete_note", note_id=note_id)
-
-
-def _said(exc: BaseException) -> str:
-    """An exception in words: http.client's BadStatusLine is only the line it could not read."""
-    if isinstance(exc, http.client.RemoteDisconnected):
-        return "the connection was closed without an answer"
-    if isinstance(exc, http.client.BadStatusLine):
-        return f"not an HTTP answer: {str(exc)[:200]!r}"
-    return str(exc) or type(exc).__name__
-
-
-def _excerpt(raw: bytes) -> str:
-    return raw.decode("utf-8", "replace")[:500]
-
-
-def _refusal(status: int, raw: bytes, retry_after: str | None = None) -> OttowebError:
-    wait = int(retry_after) if retry_after and retry_after.strip().isdigit() else None  # not an HTTP date
-    try:
-        answer = json.loads(raw)
-        return OttowebError(
-            answer["code"], answer["detail"], status=status, field=answer.get("field"), retry_after=wait
-        )
-    except (ValueError, KeyError, TypeError):
-        return OttowebError("http_error", f"HTTP {status}: {_excerpt(raw)}", status=status, retry_after=wait)

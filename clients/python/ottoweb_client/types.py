@@ -6,6 +6,7 @@ either side. Times are ISO 8601 strings, as they arrive.
 
 # No `from __future__ import annotations` here: Python 3.11's TypedDict reads NotRequired only from
 # evaluated annotations, and the drift test reads which keys are required.
+from datetime import datetime
 from typing import Any, Literal, NotRequired, TypedDict
 
 Kind = Literal["history", "context"]
@@ -256,6 +257,6 @@ class Turn(TypedDict):
     kind: NotRequired[Kind]
     protected: NotRequired[bool | None]
     name: NotRequired[str]
-    occurred_at: NotRequired[str | None]
+    occurred_at: NotRequired[str | datetime | None]  # a datetime must have a UTC offset
     meta: NotRequired[dict[str, Any] | None]
     pinned: NotRequired[bool]
