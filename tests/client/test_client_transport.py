@@ -141,3 +141,22 @@ def test_times_may_be_datetimes_with_an_offset_and_the_client_names_itself():
     # A naive datetime is refused before anything is sent: the server needs an offset.
     assert len(stub.requests) == 3
     assert refusals == [("invalid", "until"), ("invalid", "occurred_at"), ("invalid", "items.1.occurred_at")]
+
+
+@pytest.mark.parametrize("sid", ["import", "a/b", ".", "..", "", "x" * 129, "trip 2", "caf\u00e9", "a?b"])
+def test_an_id_no_session_can_have_is_refused_before_anything_is_sent(sid):
+    # get_session("import") was the server's 405 "GET is not allowed on /api/v1/sessions/import",
+    # get_session("a/b") its "no such API path". Nothing listens at this address: a request sent
+    # would be `unreachable`.
+    otto = Ottoweb(f"http://127.0.0.1:{free_port()}", "otto_x")
+    calls = [
+        lambda: otto.get_session(sid),
+        lambda: otto.append(sid, "user", "hi"),
+        lambda: otto.recall(sid, "when?"),
+        lambda: otto.delete_session(sid),
+    ]
+    for call in calls:
+        with pytest.raises(OttowebError) as raised:
+            call()
+        assert (raised.value.code, raised.value.field, raised.value.status) == ("invalid", "session_id", 0)
+        assert repr(sid) in raised.value.detail

@@ -20,7 +20,7 @@ from typing import Any, Literal, NamedTuple, cast
 
 from .errors import OttowebError as OttowebError  # re-exported: the adapters' and users' import
 from .errors import OttowebInputError as OttowebInputError
-from .errors import excerpt, moment, refusal, said
+from .errors import excerpt, moment, refusal, said, session_id
 from .types import (
     AppendOut,
     BatchOut,
@@ -122,6 +122,8 @@ class Ottoweb:
         **path: Any,
     ) -> Any:
         op = OPERATIONS[name]
+        if "sid" in path:  # an id no session can have reaches another route, or none: refused here
+            session_id(path["sid"])
         url = self.base_url + op.path.format(
             **{k: urllib.parse.quote(str(v), safe="") for k, v in path.items()}
         )

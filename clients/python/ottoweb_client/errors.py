@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from datetime import datetime
+
+# The ids a session can have (the server's docs/api.md, POST /sessions): any other is refused here,
+# before it is sent (a URL cannot address it: "a/b" and "import" reach other routes, "." and ".."
+# are dot segments).
+SESSION_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}\Z")
+UNADDRESSABLE_IDS = frozenset({".", "..", "import"})
 
 
 class OttowebError(Exception):
@@ -55,6 +62,18 @@ def refusal(status: int, raw: bytes, retry_after: str | None = None) -> OttowebE
         )
     except (ValueError, KeyError, TypeError):
         return OttowebError("http_error", f"HTTP {status}: {excerpt(raw)}", status=status, retry_after=wait)
+
+
+def session_id(sid: str) -> str:
+    """`sid`, when a session can have it; else OttowebError `invalid` naming it (nothing is sent)."""
+    if not isinstance(sid, str) or not SESSION_ID.match(sid) or sid in UNADDRESSABLE_IDS:
+        raise OttowebError(
+            "invalid",
+            f"no session can have the id {sid!r}: a session id is 1-128 characters of letters, digits, "
+            "'.', '_', ':' or '-', and not '.', '..' or 'import'",
+            field="session_id",
+        )
+    return sid
 
 
 def moment(value: str | datetime | None, field: str) -> str | None:
