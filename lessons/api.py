@@ -17,12 +17,13 @@ from .schemas import (
     RecordOut,
     RelatedIn,
     RelatedOut,
+    StoredRecordOut,
 )
 
 router = Router(tags=["lessons"])
 
 
-@router.post("/errors", response={200: NotStoredOut, 201: RecordOut, **ERRORS}, summary="Record Error")
+@router.post("/errors", response={200: NotStoredOut, 201: StoredRecordOut, **ERRORS}, summary="Record Error")
 def record_error_view(request: ApiRequest, body: ErrorIn):
     recorded = services.record_error(
         user=request.auth.user,
@@ -34,7 +35,7 @@ def record_error_view(request: ApiRequest, body: ErrorIn):
     )
     if recorded.record is None:
         return Status(200, {"stored": False, "reason": recorded.reason})
-    return Status(201, recorded.record)
+    return Status(201, {**RecordOut.model_validate(recorded.record).model_dump(), "stored": True})
 
 
 @router.get("/errors", response={200: RecordListOut, **ERRORS})

@@ -45,8 +45,14 @@ class ErrorListParams(CleanIn):
     offset: int = Field(0, ge=0)
 
 
+# POST /errors answers either; `stored` tells them apart (MCP's record_error answers
+# {"stored": true, "record"}): RecordOut's fields and `stored` true, or `stored` false and why.
+class StoredRecordOut(RecordOut):
+    stored: Literal[True]
+
+
 class NotStoredOut(Schema):
-    stored: bool
+    stored: Literal[False]
     reason: str
 
 

@@ -66,11 +66,12 @@ def test_client_notes_and_lessons(client):
     listed = client.list_notes(app_name="trips", domain="example.com")
     read = client.get_note(note["id"])
     record = client.record_error("maps.route", "HTTP 429 from the routing API", "wait 2 s and retry once")
+    assert record["stored"]  # narrows the answer to the record (StoredRecordOut)
     not_stored = client.record_error("maps.route", "timeout", "gave up", outcome="abandoned")
     related = client.related_errors("maps.route", "routing API answered 429 Too Many Requests")
-    edited = client.update_error(record["id"], "wait 5 s and retry once")  # type: ignore[typeddict-item]
+    edited = client.update_error(record["id"], "wait 5 s and retry once")
     errors = client.list_errors(tool="maps.route")
-    client.delete_error(record["id"])  # type: ignore[typeddict-item]
+    client.delete_error(record["id"])
     client.delete_note(note["id"])
     deleted = client.delete_scope(conversation_id="nothing-here")
 
@@ -79,8 +80,8 @@ def test_client_notes_and_lessons(client):
     assert [s["projectKey"] for s in scopes["items"]] == ["app:trips@example.com"]
     assert listed["count"] == 1
     assert read["key"] == "diet"
-    assert not_stored == {"stored": False, "reason": not_stored["reason"]}  # type: ignore[typeddict-item]
-    assert [r["id"] for r in related["related_errors"]] == [record["id"]]  # type: ignore[typeddict-item]
+    assert not not_stored["stored"] and not_stored == {"stored": False, "reason": not_stored["reason"]}
+    assert [r["id"] for r in related["related_errors"]] == [record["id"]]
     assert edited["action"] == "wait 5 s and retry once"
     assert errors["count"] == 1
     assert client.list_errors(tool="maps.route")["count"] == 0

@@ -11,11 +11,13 @@ from __future__ import annotations
 import inspect
 import typing
 
+import mypy.api
 import ottoweb_client.types as types
 import pytest
 from ottoweb_client import OPERATIONS, Ottoweb
 
 from ottoweb.api import api
+from tests.live import ROOT
 
 PREFIX = "/api/v1"
 COVERED_TAGS = {"sessions", "lessons", "scoped memory"}
@@ -124,3 +126,36 @@ def test_the_client_knows_the_server_s_ranking_rules(schema):
     assert typing.get_args(types.RuleName) == RULES
     enum = schema["components"]["schemas"]["RecallIn"]["properties"]["rules_off"]
     assert "updates" in str(enum)
+
+
+def test_record_error_s_two_answers_are_told_apart_by_stored(schema, tmp_path):
+    # record_error answered `RecordOut | NotStoredOut` with nothing to tell them apart: rec["id"]
+    # failed mypy --strict. REST's record carries `"stored": true` (as MCP's answer does), each
+    # TypedDict a Literal of the component's const, so a check of `stored` narrows the union.
+    components = schema["components"]["schemas"]
+    for name, const in (("StoredRecordOut", True), ("NotStoredOut", False)):
+        assert components[name]["properties"]["stored"]["const"] is const
+        assert "stored" in components[name]["required"]
+        assert typing.get_args(typing.get_type_hints(getattr(types, name))["stored"]) == (const,)
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "from ottoweb_client import Ottoweb\n\n\n"
+        "def fix(otto: Ottoweb) -> int | str:\n"
+        '    answer = otto.record_error("bash", "disk full", "rm -rf build/")\n'
+        '    return answer["id"] if answer["stored"] else answer["reason"]\n'
+    )
+    config = tmp_path / "mypy.ini"  # the checkout's client, not an installed copy
+    config.write_text(f"[mypy]\nmypy_path = {ROOT / 'clients' / 'python'}\n")
+    report, errors, status = mypy.api.run(
+        [
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--config-file",
+            str(config),
+            str(agent),
+        ]
+    )
+
+    assert status == 0, report + errors

@@ -30,3 +30,12 @@ def no_embeddings(monkeypatch):
         raise EmbeddingUnavailable("model files missing (test)")
 
     monkeypatch.setattr(embedding, "embedder", unavailable)
+
+
+def recorded(response) -> dict:
+    """A record as POST /errors answers it (201, `stored` true), as the other operations give it:
+    without `stored`."""
+    assert response.status_code == 201, response.content
+    answer = response.json()
+    assert answer.pop("stored") is True
+    return answer

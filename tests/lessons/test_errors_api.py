@@ -8,7 +8,7 @@ import time_machine
 from lessons.models import ErrorRecord
 from memory.engine.embeddings import MINILM_STAMP
 
-from .conftest import DAY0, ERRORS, RELATED, iso, resolved
+from .conftest import DAY0, ERRORS, RELATED, iso, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +29,9 @@ def test_record_error_resolved_is_stored_with_a_90_day_ttl(alice, alice_api):
         "updated_at": iso(DAY0),
         "expires_at": iso(DAY0 + timedelta(days=90)),
         "hits": 0,
+        # Which of the two answers this is (the other is {"stored": false, "reason"}), as MCP's
+        # record_error says it.
+        "stored": True,
     }
     assert (row.user, row.expires_at) == (alice, DAY0 + timedelta(days=90))
     # The "tool: error" vector is stored with the stamp of the model that made it (384 float32s).
@@ -64,8 +67,8 @@ def test_record_error_failed_without_an_action_stores_nothing(alice_api):
 
 
 def test_list_errors_returns_live_records_newest_first_with_count(alice_api):
-    first = alice_api.post(ERRORS, resolved(error="first failure")).json()
-    second = alice_api.post(ERRORS, resolved(tool="git", error="second failure")).json()
+    first = recorded(alice_api.post(ERRORS, resolved(error="first failure")))
+    second = recorded(alice_api.post(ERRORS, resolved(tool="git", error="second failure")))
 
     body = alice_api.get(ERRORS).json()
 
@@ -75,7 +78,7 @@ def test_list_errors_returns_live_records_newest_first_with_count(alice_api):
 
 
 def test_list_errors_pages_with_limit_and_offset(alice_api):
-    ids = [alice_api.post(ERRORS, resolved(error=f"failure {n}")).json()["id"] for n in range(3)]
+    ids = [recorded(alice_api.post(ERRORS, resolved(error=f"failure {n}")))["id"] for n in range(3)]
 
     body = alice_api.get(f"{ERRORS}?limit=1&offset=1").json()
 
@@ -83,7 +86,7 @@ def test_list_errors_pages_with_limit_and_offset(alice_api):
 
 
 def test_list_errors_filters_by_tool_case_insensitively(alice_api):
-    bash = alice_api.post(ERRORS, resolved(tool="Bash")).json()
+    bash = recorded(alice_api.post(ERRORS, resolved(tool="Bash")))
     alice_api.post(ERRORS, resolved(tool="git"))
 
     body = alice_api.get(f"{ERRORS}?tool=bash").json()
@@ -92,7 +95,7 @@ def test_list_errors_filters_by_tool_case_insensitively(alice_api):
 
 
 def test_list_errors_keyword_matches_error_action_and_context(alice_api):
-    by_error = alice_api.post(ERRORS, resolved(error="Address already in use")).json()
+    by_error = recorded(alice_api.post(ERRORS, resolved(error="Address already in use")))
     by_action = alice_api.post(
         ERRORS, resolved(error="port busy", action="kill the old address holder")
     ).json()
@@ -109,9 +112,9 @@ def test_list_errors_keyword_matches_error_action_and_context(alice_api):
 
 
 def test_a_search_reads_only_the_newest_records_up_to_the_limit(alice_api, settings):
-    oldest = alice_api.post(ERRORS, resolved(error="Address already in use")).json()
+    oldest = recorded(alice_api.post(ERRORS, resolved(error="Address already in use")))
     alice_api.post(ERRORS, resolved(error="No space left on device"))
-    newest = alice_api.post(ERRORS, resolved(error="address family not supported")).json()
+    newest = recorded(alice_api.post(ERRORS, resolved(error="address family not supported")))
     settings.OTTO_LESSONS_SEARCH_LIMIT = 2
 
     limited = alice_api.get(f"{ERRORS}?q=address&match=keyword").json()
@@ -123,7 +126,7 @@ def test_a_search_reads_only_the_newest_records_up_to_the_limit(alice_api, setti
 
 
 def test_list_errors_semantic_finds_a_reworded_query(alice_api):
-    disk = alice_api.post(ERRORS, resolved(error="OSError: [Errno 28] No space left on device")).json()
+    disk = recorded(alice_api.post(ERRORS, resolved(error="OSError: [Errno 28] No space left on device")))
     alice_api.post(ERRORS, resolved(error="fatal: not a git repository (or any of the parent directories)"))
 
     semantic = alice_api.get(f"{ERRORS}?tool=bash&q=disk+full&match=semantic").json()
@@ -144,7 +147,7 @@ def test_list_errors_does_not_count_as_a_hit(alice_api):
 
 def test_update_error_action_rewrites_the_action_and_keeps_the_ttl(alice_api):
     with time_machine.travel(DAY0, tick=False):
-        created = alice_api.post(ERRORS, resolved()).json()
+        created = recorded(alice_api.post(ERRORS, resolved()))
     with time_machine.travel(DAY0 + timedelta(days=10), tick=False):
         response = alice_api.call("PATCH", f"{ERRORS}/{created['id']}", {"action": "docker system prune -f"})
 
@@ -163,7 +166,7 @@ def test_update_error_action_rewrites_the_action_and_keeps_the_ttl(alice_api):
 
 
 def test_delete_error_removes_the_record(alice_api):
-    created = alice_api.post(ERRORS, resolved()).json()
+    created = recorded(alice_api.post(ERRORS, resolved()))
 
     response = alice_api.delete(f"{ERRORS}/{created['id']}")
 
@@ -184,7 +187,7 @@ def test_unknown_error_ids_answer_404(alice_api, method, record_id):
 
 
 def test_error_records_are_invisible_to_another_user(alice_api, bob_api):
-    created = alice_api.post(ERRORS, resolved()).json()
+    created = recorded(alice_api.post(ERRORS, resolved()))
     before = ErrorRecord.objects.values().get()
 
     listed = bob_api.get(ERRORS).json()
@@ -273,7 +276,7 @@ def test_record_error_refuses_bad_input_and_writes_nothing(alice_api, body, deta
     ],
 )
 def test_update_error_action_refuses_bad_input_and_changes_nothing(alice_api, body, detail, field):
-    created = alice_api.post(ERRORS, resolved()).json()
+    created = recorded(alice_api.post(ERRORS, resolved()))
 
     assert_refused(alice_api.call("PATCH", f"{ERRORS}/{created['id']}", body), detail, field)
     assert alice_api.get(ERRORS).json()["items"] == [created]
@@ -316,7 +319,7 @@ def test_update_error_action_refuses_bad_input_and_changes_nothing(alice_api, bo
 )
 def test_related_errors_refuse_bad_input_and_touch_nothing(alice_api, body, detail, field):
     with time_machine.travel(DAY0, tick=False):
-        created = alice_api.post(ERRORS, resolved(error="x")).json()
+        created = recorded(alice_api.post(ERRORS, resolved(error="x")))
         response = alice_api.post(RELATED, body)
 
     assert_refused(response, detail, field)

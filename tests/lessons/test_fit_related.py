@@ -12,7 +12,7 @@ import time_machine
 from lessons.models import ErrorRecord
 from memory.services import runs
 
-from .conftest import DAY0, ERRORS, resolved
+from .conftest import DAY0, ERRORS, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -38,11 +38,13 @@ def clock():
 @pytest.fixture
 def fixes(alice_api, clock):
     return {
-        "disk": alice_api.post(ERRORS, resolved(error=NO_SPACE, action="clear build caches")).json(),
-        "permission": alice_api.post(
-            ERRORS, resolved(error=BUILD_PERMISSION, action="chown -R $USER dist")
-        ).json(),
-        "port": alice_api.post(ERRORS, resolved(error=PORT_TAKEN, action="kill the stale dev server")).json(),
+        "disk": recorded(alice_api.post(ERRORS, resolved(error=NO_SPACE, action="clear build caches"))),
+        "permission": recorded(
+            alice_api.post(ERRORS, resolved(error=BUILD_PERMISSION, action="chown -R $USER dist"))
+        ),
+        "port": recorded(
+            alice_api.post(ERRORS, resolved(error=PORT_TAKEN, action="kill the stale dev server"))
+        ),
         "other_tool": alice_api.post(
             ERRORS, resolved(tool="write_file", error=NO_SPACE, action="write somewhere else")
         ).json(),

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from lessons.models import ErrorRecord
 from memory.models import ScopedMemory
 
-from .conftest import ERRORS, RELATED, resolved
+from .conftest import ERRORS, RELATED, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ APP = {"appName": "crm", "domain": "acme.com"}
 
 
 def test_reembed_all_gives_lessons_and_notes_the_current_models_vectors_and_ends_degraded(alice_api):
-    record = alice_api.post(ERRORS, resolved()).json()
+    record = recorded(alice_api.post(ERRORS, resolved()))
     note = alice_api.post(
         "/api/v1/memory/remember", {**APP, "content": "reports run nightly at 02:00"}
     ).json()

@@ -7,7 +7,7 @@ import time_machine
 
 from lessons.models import ErrorRecord
 
-from .conftest import DAY0, ERRORS, RELATED, iso, resolved
+from .conftest import DAY0, ERRORS, RELATED, iso, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +29,13 @@ def clock():
 @pytest.fixture
 def three_fixes(alice_api, clock):
     return {
-        "disk": alice_api.post(ERRORS, resolved(error=NO_SPACE, action="clear build caches")).json(),
-        "permission": alice_api.post(
-            ERRORS, resolved(error=BUILD_PERMISSION, action="chown -R $USER dist")
-        ).json(),
-        "port": alice_api.post(ERRORS, resolved(error=PORT_TAKEN, action="kill the stale dev server")).json(),
+        "disk": recorded(alice_api.post(ERRORS, resolved(error=NO_SPACE, action="clear build caches"))),
+        "permission": recorded(
+            alice_api.post(ERRORS, resolved(error=BUILD_PERMISSION, action="chown -R $USER dist"))
+        ),
+        "port": recorded(
+            alice_api.post(ERRORS, resolved(error=PORT_TAKEN, action="kill the stale dev server"))
+        ),
     }
 
 

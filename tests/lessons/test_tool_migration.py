@@ -9,7 +9,7 @@ import pytest
 
 from lessons.models import ErrorRecord
 
-from .conftest import ERRORS, RELATED, resolved
+from .conftest import ERRORS, RELATED, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,7 @@ migration = importlib.import_module("lessons.migrations.0002_error_tool_one_line
 
 
 def test_a_legacy_tool_is_cleaned_and_its_record_is_found_by_that_tool_again(alice_api):
-    created = alice_api.post(ERRORS, resolved()).json()
+    created = recorded(alice_api.post(ERRORS, resolved()))
     # Stored as a record written before the rule could have been.
     ErrorRecord.objects.filter(pk=created["id"]).update(tool="\u2066bash\r\n")
     before = ErrorRecord.objects.values("updated_at", "expires_at", "embedding").get(pk=created["id"])
@@ -39,8 +39,8 @@ def test_a_legacy_tool_is_cleaned_and_its_record_is_found_by_that_tool_again(ali
 
 
 def test_a_tool_of_nothing_but_refused_characters_gets_a_name_and_good_tools_stay(alice_api):
-    kept = alice_api.post(ERRORS, resolved(tool=" make ")).json()
-    emptied = alice_api.post(ERRORS, resolved(tool="pytest")).json()
+    kept = recorded(alice_api.post(ERRORS, resolved(tool=" make ")))
+    emptied = recorded(alice_api.post(ERRORS, resolved(tool="pytest")))
     ErrorRecord.objects.filter(pk=emptied["id"]).update(tool="\u202e\x00\n")
     kept_before = ErrorRecord.objects.values("tool", "updated_at").get(pk=kept["id"])
 

@@ -12,7 +12,7 @@ from lessons.models import ErrorRecord
 from lessons.tasks import purge_expired
 from ottoweb.celery import app as celery_app
 
-from .conftest import DAY0, ERRORS, RELATED, iso, resolved
+from .conftest import DAY0, ERRORS, RELATED, iso, recorded, resolved
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +26,8 @@ def day(n: int):
 
 def test_error_ttl_hit_on_day_89_moves_expiry_to_day_179_and_unhit_record_expires(alice_api):
     with day(0):
-        hit = alice_api.post(ERRORS, resolved(error=DISK)).json()
-        unhit = alice_api.post(ERRORS, resolved(tool="git", error=GIT)).json()
+        hit = recorded(alice_api.post(ERRORS, resolved(error=DISK)))
+        unhit = recorded(alice_api.post(ERRORS, resolved(tool="git", error=GIT)))
 
     with day(89):
         related = alice_api.post(RELATED, {"tool": "bash", "error": DISK}).json()
@@ -71,7 +71,7 @@ def test_error_ttl_hit_on_day_89_moves_expiry_to_day_179_and_unhit_record_expire
 
 def test_error_ttl_is_kept_by_a_patch_and_the_record_expires_on_day_90(alice_api):
     with day(0):
-        created = alice_api.post(ERRORS, resolved(error=DISK)).json()
+        created = recorded(alice_api.post(ERRORS, resolved(error=DISK)))
     with day(60):
         alice_api.call("PATCH", f"{ERRORS}/{created['id']}", {"action": "df -h; clean /tmp"})
     with day(89):
@@ -89,7 +89,7 @@ def test_purge_lessons_command_keeps_live_records_and_is_safe_to_run_twice(alice
     with day(0):
         alice_api.post(ERRORS, resolved(error=DISK))
     with day(50):
-        live = bob_api.post(ERRORS, resolved(error=GIT)).json()
+        live = recorded(bob_api.post(ERRORS, resolved(error=GIT)))
 
     first, second = StringIO(), StringIO()
     with day(100):
@@ -107,7 +107,7 @@ def test_purge_expired_task_is_scheduled_daily_and_deletes_expired_records(alice
     with day(0):
         alice_api.post(ERRORS, resolved(error=DISK))
     with day(30):
-        live = alice_api.post(ERRORS, resolved(error=GIT)).json()
+        live = recorded(alice_api.post(ERRORS, resolved(error=GIT)))
 
     with day(95):
         # Beat enqueues the task by name; the registered task is the one that purges.

@@ -42,6 +42,7 @@ from .types import (
     SessionListOut,
     SessionOut,
     StoredNoteOut,
+    StoredRecordOut,
     Turn,
     TurnOut,
 )
@@ -78,7 +79,7 @@ OPERATIONS: dict[str, Operation] = {
     "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
     "reembed": Operation("POST", "/sessions/{sid}/reembed", "ReembedIn", "JobRef"),
     "get_job": Operation("GET", "/jobs/{job_id}", None, "JobOut"),
-    "record_error": Operation("POST", "/lessons/errors", "ErrorIn", "RecordOut"),
+    "record_error": Operation("POST", "/lessons/errors", "ErrorIn", "StoredRecordOut"),
     "list_errors": Operation(
         "GET", "/lessons/errors", None, "RecordListOut", ("tool", "q", "match", "limit", "offset")
     ),
@@ -311,9 +312,11 @@ class Ottoweb:
         *,
         outcome: Literal["resolved", "failed", "abandoned"] = "resolved",
         context: str | None = None,
-    ) -> RecordOut | NotStoredOut:
+    ) -> StoredRecordOut | NotStoredOut:
+        """The record (`stored` true), or why nothing was stored (`stored` false, `reason`): test
+        `answer["stored"]` before reading either's fields."""
         body = _given(tool=tool, error=error, action=action, outcome=outcome, context=context)
-        return cast("RecordOut | NotStoredOut", self._call("record_error", body))
+        return cast("StoredRecordOut | NotStoredOut", self._call("record_error", body))
 
     def list_errors(
         self,

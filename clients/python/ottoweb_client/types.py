@@ -173,8 +173,14 @@ class RecordOut(TypedDict):
     hits: int
 
 
+class StoredRecordOut(RecordOut):
+    """record_error's answer when the record was stored: `stored` tells it from NotStoredOut."""
+
+    stored: Literal[True]
+
+
 class NotStoredOut(TypedDict):
-    stored: bool
+    stored: Literal[False]
     reason: str
 
 
