@@ -269,3 +269,22 @@ def test_an_item_the_adapter_cannot_map_raises_and_nothing_is_written(server):
         run(session.add_items([good, {"role": "wizard", "content": "hi"}]))
 
     assert run(session.get_items()) == []
+
+
+def test_the_recall_tool_gives_each_turn_s_time_speaker_and_hash(server):
+    # It gave `role: text` only: the agent could not say when something was said, or cite it.
+    client = Ottoweb(server.url, server.token)
+    client.create_session("agent-cite")
+    said = client.append("agent-cite", "user", ASK, name="ada", occurred_at="2026-05-01T09:30:00+01:00")
+    answer = client.append("agent-cite", "assistant", FACT, occurred_at="2026-05-01T09:31:00+01:00")
+    model = ScriptedModel()
+    agent = Agent(name="helper", model=model, tools=[recall_tool(client, "agent-cite")])
+
+    run(Runner.run(agent, QUESTION))
+
+    (output,) = [i for i in model.inputs[-1] if i.get("type") == "function_call_output"]
+    (passage,) = json.loads(output["output"])
+    assert passage.splitlines()[:2] == [
+        f"2026-05-01T09:30:00+01:00 ada (user) #{said['hash'][:10]}: {ASK}",
+        f"2026-05-01T09:31:00+01:00 assistant #{answer['hash'][:10]}: {FACT}",
+    ]

@@ -255,6 +255,13 @@ class OttowebSession:
         await asyncio.to_thread(self._clear)
 
 
+def _recalled(turn: TurnOut) -> str:
+    """A recalled turn as one line: when, who, its hash's first 10 hex digits (the dashboard's), the
+    words: `2026-05-01T09:30:00Z ada (user) #3f2a9c1b0d: We land at 7:40.`"""
+    who = f"{turn['name']} ({turn['role']})" if turn.get("name") else turn["role"]
+    return f"{turn['occurred_at']} {who} #{turn['hash'][:10]}: {turn['text']}"
+
+
 def recall_tool(client: Ottoweb, session_id: str, *, max_tokens: int = 1500) -> FunctionTool:
     """A function tool `recall(query)` over the session: the raw passages that answer the query,
     from any depth of compaction, within `max_tokens`."""
@@ -262,12 +269,11 @@ def recall_tool(client: Ottoweb, session_id: str, *, max_tokens: int = 1500) -> 
     @function_tool(name_override="recall")
     def recall(query: str) -> str:
         """Look up earlier parts of this conversation that are no longer in view: the exact words
-        said about something (a name, a number, a decision). Returns the passages found."""
+        said about something (a name, a number, a decision), and when and by whom. Returns the
+        passages found, each turn a line `<when, ISO 8601> <speaker> (<role>) #<hash>: <text>`;
+        cite a turn by its #hash."""
         found = client.recall(session_id, query, max_tokens=max_tokens)
-        passages = [
-            "\n".join(f"{t['role']}: {t['text']}" for t in passage["turns"])
-            for passage in found["results"]["history"]
-        ]
-        return json.dumps(passages) if passages else "nothing found"
+        passages = ["\n".join(map(_recalled, passage["turns"])) for passage in found["results"]["history"]]
+        return json.dumps(passages, ensure_ascii=False) if passages else "nothing found"
 
     return recall
