@@ -81,10 +81,20 @@ def test_the_mcp_example_runs_and_its_turn_arrives(fresh_server, tmp_path):
 
 def test_the_langchain_example_runs_and_recalls_the_note_it_stored(fresh_server, tmp_path):
     (code,) = [c for c in examples("docs/integrations.md") if "langgraph" in c]
+    # It used RunnableWithMessageHistory, which langchain-core deprecates (a warning when it ran).
+    deprecated_is_an_error = (
+        "import warnings\nfrom langchain_core._api.deprecation import LangChainDeprecationWarning\n"
+        'warnings.simplefilter("error", LangChainDeprecationWarning)\n'
+    )
 
-    out = run_example(code, fresh_server, tmp_path).splitlines()
+    out = run_example(deprecated_is_an_error + code, fresh_server, tmp_path).splitlines()
 
     assert out == ['["The user\'s dog is called Biscuit."]', "Noted."]
+    view = Ottoweb(fresh_server.url, fresh_server.token).context("demo")  # the thread's session
+    assert [(t["role"], t["text"]) for t in view["x"]] == [
+        ("user", "Never deploy on Fridays."),
+        ("assistant", "Noted."),
+    ]
 
 
 def test_the_readme_curl_lines_all_answer_as_a_success(fresh_server, tmp_path):
