@@ -4,12 +4,24 @@ from __future__ import annotations
 
 from django import forms
 
+from memory.forms import TOO_LONG
+
 MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
 
 
 class LessonSearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=2000, strip=True, label="Search")
-    tool = forms.CharField(required=False, max_length=200, strip=True, label="Tool")
+    q = forms.CharField(
+        required=False, max_length=2000, strip=True, label="Search", error_messages={"max_length": TOO_LONG}
+    )
+    tool = forms.CharField(
+        required=False,
+        max_length=200,
+        strip=True,
+        label="Tool",
+        error_messages={
+            "max_length": "Name a tool in at most %(limit_value)d characters (this is %(show_value)d)."
+        },
+    )
     match = forms.ChoiceField(choices=MATCHES, required=False)
 
     def clean_match(self) -> str:

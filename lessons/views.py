@@ -56,9 +56,9 @@ def _gone(request: UserRequest, record_id: int) -> HttpResponse:
 def _search(request: UserRequest, params: QueryDict) -> tuple[LessonSearchForm, dict[str, Any], Any]:
     """The list's search form read from `params`, what it asks for, and the live records it finds."""
     form = LessonSearchForm(params)
-    data: dict[str, Any] = (
-        form.cleaned_data if form.is_valid() else {"q": "", "tool": "", "match": "semantic"}
-    )
+    form.is_valid()
+    # A field the form refuses (a search too long) is not searched by: the page says so.
+    data: dict[str, Any] = {"q": "", "tool": "", "match": "semantic", **form.cleaned_data}
     ranked = services.search_errors(
         user=request.user, tool=data["tool"], query=data["q"], match=data["match"]
     )
@@ -80,6 +80,8 @@ def lesson_list(request: UserRequest) -> HttpResponse:
         "page": page,
         "form": form,
         "searching": searching,
+        "by_match": bool(data["q"]),
+        "refused": " ".join(str(e) for errors in form.errors.values() for e in errors),
         "ranked": ranked,
         "expired": expired,
         "query": data,
@@ -138,6 +140,7 @@ def lesson_delete(request: UserRequest, record: ErrorRecord) -> HttpResponse:
             "record": record,
             "remaining": len(ranked.records),
             "searching": bool(data["q"] or data["tool"]),
+            "by_match": bool(data["q"]),
         }
         return render(request, "lessons/list.html#deleted-row", context)
     messages.success(request, f"Deleted the lesson for “{record.tool}”.")

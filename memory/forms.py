@@ -20,8 +20,12 @@ def _import_limit() -> int:
     return int(getattr(settings, "OTTO_MAX_IMPORT_BYTES", settings.DATA_UPLOAD_MAX_MEMORY_SIZE))
 
 
+# A search longer than a form takes is not run, and the page says so (it never silently lists all).
+TOO_LONG = "Search for at most %(limit_value)d characters (this is %(show_value)d)."
+
+
 class SessionSearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, strip=True)
+    q = forms.CharField(required=False, max_length=200, strip=True, error_messages={"max_length": TOO_LONG})
 
 
 class RecallForm(forms.Form):
@@ -31,7 +35,7 @@ class RecallForm(forms.Form):
         label="Search this session",
         error_messages={
             "required": "Type something to search for.",
-            "max_length": "Search for at most %(limit_value)d characters (this is %(show_value)d).",
+            "max_length": TOO_LONG,
         },
     )
     match = forms.ChoiceField(choices=MATCHES, initial="semantic", required=False)

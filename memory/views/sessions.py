@@ -38,7 +38,9 @@ def home(request: UserRequest) -> HttpResponse:
     q = form.cleaned_data["q"] if form.is_valid() else ""
     rows = Session.objects.for_user(request.user).with_totals().matching(q).order_by("-updated_at", "-pk")
     page = Paginator(rows, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"page": page, "q": q, "import_form": ImportForm()}
+    # A refused search (too long) is said above the whole list, which is what is shown.
+    refused = " ".join(str(e) for e in form.errors.get("q", []))
+    context = {"page": page, "q": q, "refused": refused, "import_form": ImportForm()}
     if partial_target(request) == "session-list":
         return render(request, "memory/home.html#session-list", context)
     return render(request, "memory/home.html", context)

@@ -55,6 +55,28 @@ def test_lessons_search_by_tool_and_words(alice_web, alice):
     assert "1 live lesson, best match first" in html
 
 
+def test_a_search_longer_than_the_form_takes_says_it_was_not_run(alice_web, alice):
+    # It showed every lesson "most recently changed first", as if nothing had been typed.
+    lesson(alice, tool="bash")
+    lesson(alice, tool="git", error="fatal: not a git repository", action="git init")
+
+    with time_machine.travel(DAY0, tick=False):
+        page = alice_web.get("/lessons/", {"q": "x" * 2001}).content.decode()
+        region = alice_web.get(
+            "/lessons/", {"q": "x" * 2001, "tool": "git"}, HTTP_HX_TARGET="lesson-list", **HX
+        )
+
+    assert (
+        '<p class="error" role="alert">Not searched: Search for at most 2000 characters (this is 2001).</p>'
+        in page
+    )
+    assert "2 live lessons, most recently changed first" in page
+    assert 'value="' + "x" * 2001 + '"' in page  # what was typed stays in the box
+    html = region.content.decode()
+    assert "Not searched: Search for at most 2000 characters (this is 2001)." in html
+    assert "1 live lesson, most recently changed first" in html and "git init" in html
+
+
 def test_lessons_empty_states(alice_web, alice):
     empty = alice_web.get("/lessons/").content.decode()
     lesson(alice)
@@ -159,7 +181,8 @@ def test_deleting_a_lesson_counts_the_list_it_was_deleted_from_again(alice_web, 
         in everything
     )
     assert (
-        '<p class="result-line" id="lesson-count" hx-swap-oob="true">1 live lesson, best match first</p>'
+        # A tool alone filters and ranks nothing: the list stays most recently changed first.
+        '<p class="result-line" id="lesson-count" hx-swap-oob="true">1 live lesson, most recently changed first</p>'
         in searched
     )
 

@@ -35,6 +35,22 @@ def test_sessions_list_shows_newest_first_with_x_and_y_fill(alice_web, alice):
     assert "~/src/app" in html
 
 
+def test_a_search_longer_than_200_characters_says_it_was_not_run(alice_web, alice):
+    # It showed the whole list, as if nothing had been typed.
+    services.create_session(user=alice, sid="alpha", title="Billing bug")
+
+    for headers in ({}, {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "session-list"}):
+        html = alice_web.get("/", {"q": "b" * 201}, **headers).content.decode()
+
+        assert (
+            '<p class="error" role="alert">Not searched: Search for at most 200 characters (this is 201).'
+            " Showing every session, newest first.</p>" in html
+        )
+        assert "Billing bug" in html
+    assert 'value="' + "b" * 201 + '"' in alice_web.get("/", {"q": "b" * 201}).content.decode()
+    assert "Not searched" not in alice_web.get("/", {"q": "b" * 200}).content.decode()
+
+
 def test_sessions_list_search_matches_title_id_and_workspace(alice_web, alice):
     services.create_session(user=alice, sid="alpha", title="Billing bug")
     services.create_session(user=alice, sid="beta", title="Other", workspace="billing-service")
