@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from ninja import Query, Router, Status
 
+from memory.engine.types import is_blank
+from ottoweb.errors import Invalid
 from ottoweb.requests import ApiRequest
 from ottoweb.schemas import ERRORS
 
@@ -21,6 +23,8 @@ from .schemas import (
 )
 
 router = Router(tags=["lessons"])
+# As a recall's blank query (docs/api.md, "Blank"); an empty or absent q lists every record.
+BLANK_Q = "q must not be empty: leave it out to list every live record, most recently changed first"
 
 
 @router.post("/errors", response={200: NotStoredOut, 201: StoredRecordOut, **ERRORS}, summary="Record Error")
@@ -40,6 +44,9 @@ def record_error_view(request: ApiRequest, body: ErrorIn):
 
 @router.get("/errors", response={200: RecordListOut, **ERRORS})
 def list_errors(request: ApiRequest, params: Query[ErrorListParams]):
+    if params.q and is_blank(params.q):
+        # Only blank characters would search for nothing and answer every record as if ranked.
+        raise Invalid(BLANK_Q, field="q")
     ranked = services.search_errors(
         user=request.auth.user,
         tool=params.tool,

@@ -77,6 +77,21 @@ def test_a_search_longer_than_the_form_takes_says_it_was_not_run(alice_web, alic
     assert "1 live lesson, most recently changed first" in html and "git init" in html
 
 
+def test_a_search_of_only_invisible_characters_says_it_was_not_run(alice_web, alice):
+    # It said "1 live lesson, best match first" though nothing had been searched.
+    lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        html = alice_web.get("/lessons/", {"q": "\u200b"}).content.decode()
+
+    assert (
+        '<p class="error" role="alert">Not searched: '
+        "The search holds only invisible characters: type words to search for.</p>" in html
+    )
+    assert "1 live lesson, most recently changed first" in html
+    assert "best match first" not in html
+
+
 def test_lessons_empty_states(alice_web, alice):
     empty = alice_web.get("/lessons/").content.decode()
     lesson(alice)

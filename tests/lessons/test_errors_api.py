@@ -338,3 +338,16 @@ def test_related_errors_refuse_bad_input_and_touch_nothing(alice_api, body, deta
 )
 def test_list_errors_refuses_bad_parameters(alice_api, query, detail):
     assert_refused(alice_api.get(f"{ERRORS}?{query}"), detail)
+
+
+@pytest.mark.parametrize("q", ["%E2%80%8B", "%20%20", "%EF%BB%BF%C2%A0"])
+def test_list_errors_refuses_a_blank_q_as_recall_refuses_a_blank_query(alice_api, q):
+    # It answered every record, as if ranked by a query that searched for nothing.
+    alice_api.post(ERRORS, resolved())
+
+    assert_refused(
+        alice_api.get(f"{ERRORS}?q={q}"),
+        "q must not be empty: leave it out to list every live record, most recently changed first",
+        "q",
+    )
+    assert alice_api.get(f"{ERRORS}?q=").json()["count"] == 1  # empty, as left out: every record
