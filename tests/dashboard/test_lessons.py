@@ -138,6 +138,25 @@ def test_editing_without_javascript_redirects_to_the_list(alice_web, alice):
     assert "Saved the fix for “bash”." in response.content.decode()
 
 
+def test_the_edit_page_of_its_own_saves_and_cancels_to_the_lessons_list(alice_web, alice):
+    # Its Save and Cancel swapped the lesson's row in under "Edit the fix", at /lessons/<id>/edit/.
+    record = lesson(alice)
+
+    with time_machine.travel(DAY0, tick=False):
+        page = alice_web.get(f"/lessons/{record.pk}/edit/").content.decode()
+        inline = alice_web.get(f"/lessons/{record.pk}/edit/", **HX).content.decode()
+        refused = alice_web.post(f"/lessons/{record.pk}/edit/", {"action": " "}).content.decode()
+
+    for html in (page, refused):
+        assert "<h1>Edit the fix</h1>" in html
+        assert f'<form method="post" action="/lessons/{record.pk}/edit/" class="stack">' in html
+        assert '<a class="button" href="/lessons/">Cancel</a>' in html
+        assert "hx-post" not in html.split("<h1>")[1] and "hx-get" not in html.split("<h1>")[1]
+    # In the list, the row is edited in place.
+    assert f'hx-post="/lessons/{record.pk}/edit/" hx-target="#lesson-{record.pk}"' in inline
+    assert f'hx-get="/lessons/{record.pk}/" hx-target="#lesson-{record.pk}"' in inline
+
+
 def test_an_expired_lesson_is_gone_from_the_list_and_cannot_be_edited(alice_web, alice):
     record = lesson(alice)
 

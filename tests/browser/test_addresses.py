@@ -1,0 +1,36 @@
+"""Where the dashboard leaves the address: a page reached by its own link reads as that page, and a
+search's answer has an address of its own (Back returns to it, a copy of it opens it)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import Live
+
+pytestmark = pytest.mark.browser
+
+
+def lesson(live: Live, tool: str) -> dict:
+    body = {"tool": tool, "error": "EACCES: permission denied", "action": "npm ci", "outcome": "resolved"}
+    return live.api("POST", "/lessons/errors", body)  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("button", ["Save fix", "Cancel"])
+def test_the_edit_page_of_its_own_returns_to_the_lessons_list(page: Page, live: Live, button: str):
+    # Save and Cancel swapped the row in under "Edit the fix", the address still /lessons/<id>/edit/.
+    tool = live.new_id("npm")
+    record = lesson(live, tool)
+    page.goto(f"{live.url}/lessons/{record['id']}/edit/")
+    expect(page.get_by_role("heading", name="Edit the fix")).to_be_visible()
+    page.get_by_label("Fix", exact=True).fill("npm ci --no-audit")
+
+    page.get_by_role("button" if button == "Save fix" else "link", name=button).click()
+
+    page.wait_for_url(f"{live.url}/lessons/")
+    expect(page.get_by_role("heading", name="Lessons", exact=True)).to_be_visible()
+    expect(page.get_by_role("heading", name="Edit the fix")).to_have_count(0)
+    fix = "npm ci --no-audit" if button == "Save fix" else "npm ci"
+    expect(page.locator(f"#lesson-{record['id']} .fix")).to_have_text(fix)
+    if button == "Save fix":
+        expect(page.locator("#flash")).to_contain_text(f"Saved the fix for “{tool}”.")
