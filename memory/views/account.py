@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm, SetPasswordForm
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts import services as accounts
@@ -19,6 +20,9 @@ from ottoweb.requests import UserRequest
 
 from ..models import LearnedWindow
 from ..services import runs
+
+# The token just issued, kept in the login's session until the page after the POST shows it.
+ISSUED_KEY = "ottoweb_issued_token"
 
 # --- password and API tokens ---------------------------------------------------------------------
 
@@ -44,14 +48,25 @@ def _account(request: UserRequest, **extra: Any) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 @login_required
 def tokens(request: UserRequest) -> HttpResponse:
-    """GET lists the tokens; POST issues one and shows it once (only its digest is kept)."""
+    """GET lists the tokens; POST issues one and goes back to GET (a reload issues no other), which
+    shows it once: the plain token waits in the login's session for that one page, then only its
+    digest is kept."""
     if request.method == "GET":
-        return render(request, "memory/account.html", _account(request))
+        issued = request.session.pop(ISSUED_KEY, None)
+        if issued is None:
+            return render(request, "memory/account.html", _account(request))
+        row = ApiToken.objects.filter(user=request.user, pk=issued["id"]).first()
+        response = render(
+            request, "memory/account.html", _account(request, issued=row, plain=issued["plain"])
+        )
+        add_never_cache_headers(response)  # Back or a cache never shows the token again
+        return response
     form = TokenForm(request.POST)
     if not form.is_valid():
         return render(request, "memory/account.html", _account(request, token_form=form), status=422)
     row, plain = accounts.issue_token(user=request.user, name=form.cleaned_data["name"])
-    return render(request, "memory/account.html", _account(request, issued=row, plain=plain), status=201)
+    request.session[ISSUED_KEY] = {"id": row.pk, "plain": plain}
+    return redirect("tokens")
 
 
 @require_POST

@@ -3,6 +3,8 @@ search's answer has an address of its own (Back returns to it, a copy of it open
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -34,3 +36,18 @@ def test_the_edit_page_of_its_own_returns_to_the_lessons_list(page: Page, live: 
     expect(page.locator(f"#lesson-{record['id']} .fix")).to_have_text(fix)
     if button == "Save fix":
         expect(page.locator("#flash")).to_contain_text(f"Saved the fix for “{tool}”.")
+
+
+def test_reloading_the_account_page_after_issuing_a_token_issues_no_other(page: Page, live: Live):
+    # The page was the POST's answer: a reload sent the form again and issued a second token.
+    name = live.new_id("reload agent")
+    page.goto(f"{live.url}/account/")
+    page.get_by_label("Token name").fill(name)
+    page.get_by_role("button", name="Issue a token").click()
+    expect(page.locator("#new-token")).to_have_value(re.compile(r"^otto_"))
+    expect(page).to_have_url(f"{live.url}/account/")
+
+    page.reload()
+
+    expect(page.locator("#new-token")).to_have_count(0)
+    expect(page.locator("table.tokens tbody tr", has_text=name)).to_have_count(1)

@@ -71,19 +71,33 @@ def test_make_run_prints_a_login_link():
 
 
 def test_issuing_a_token_shows_it_once_and_stores_only_its_digest(alice_web, alice):
-    response = alice_web.post("/account/", {"name": "ci runner"})
+    response = alice_web.post("/account/", {"name": "ci runner"}, follow=True)
 
     html = response.content.decode()
     row = ApiToken.objects.get(user=alice, name="ci runner")
     plain = html.split('id="new-token" class="token-value" value="')[1].split('"')[0]
-    assert response.status_code == 201
+    assert response.redirect_chain == [("/account/", 302)]
     assert (plain.startswith("otto_"), ApiToken.digest_of(plain) == row.digest) == (True, True)
     assert "Copy it now: it will not be shown again." in html
+    assert "no-store" in response["Cache-Control"]
     assert plain not in alice_web.get("/account/").content.decode()
+    assert "ottoweb_issued_token" not in alice_web.session
+
+
+def test_reloading_the_page_after_issuing_a_token_issues_no_other(alice_web, alice):
+    # The page was the POST's answer: a reload sent the form again and issued a second token.
+    issued = alice_web.post("/account/", {"name": "ci runner"})
+    shown = alice_web.get(issued["Location"]).content.decode()
+    reloaded = alice_web.get(issued["Location"]).content.decode()
+
+    assert issued.status_code == 302
+    assert ApiToken.objects.filter(user=alice).count() == 1
+    assert 'id="new-token"' in shown and 'id="new-token"' not in reloaded
+    assert "ci runner" in reloaded  # listed by its name and prefix only
 
 
 def test_issued_token_works_against_the_api_until_revoked(alice_web, alice, client):
-    html = alice_web.post("/account/", {"name": "agent"}).content.decode()
+    html = alice_web.post("/account/", {"name": "agent"}, follow=True).content.decode()
     plain = html.split('id="new-token" class="token-value" value="')[1].split('"')[0]
     row = ApiToken.objects.get(name="agent")
 
