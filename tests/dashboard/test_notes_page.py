@@ -27,6 +27,24 @@ def test_notes_page_lists_scopes_and_a_scopes_notes_escaped(client, alice, bob):
     assert "bob&#x27;s secret" not in page and "bob's secret" not in page
 
 
+def test_a_long_note_is_folded_and_a_short_one_is_not(client, alice):
+    # A 1,500-character note was shown whole, filling a phone's screen.
+    long = "step " * 300
+    note(alice, "app:crm@acme.com", long)
+    note(alice, "app:crm@acme.com", "tenant is acme.com")
+    client.force_login(alice)
+
+    page = client.get("/notes/").content.decode()
+
+    folded = page.split('<details class="fold"><summary><span class="preview pre">')
+    assert len(folded) == 2
+    preview, rest = folded[1].split("</span>", 1)
+    assert len(preview) <= 200 and preview.endswith("…")
+    assert '<span class="more">Show all 1500 characters</span><span class="less">Show less</span>' in rest
+    assert f'<div class="pre">{long}</div></details>' in rest
+    assert '<div class="pre">tenant is acme.com</div>' in page
+
+
 def test_notes_page_deletes_one_note_and_a_scope_of_the_user_only(client, alice, bob):
     keep = note(alice, "conversation:c-1", "keep me")
     gone = note(alice, "app:crm@acme.com", "delete me")
