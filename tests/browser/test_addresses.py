@@ -51,3 +51,40 @@ def test_reloading_the_account_page_after_issuing_a_token_issues_no_other(page: 
 
     expect(page.locator("#new-token")).to_have_count(0)
     expect(page.locator("table.tokens tbody tr", has_text=name)).to_have_count(1)
+
+
+def test_a_recall_has_an_address_back_returns_to_and_a_copy_opens(page: Page, live: Live):
+    # The address stayed /sessions/<id>/: Back left the session, and the results could not be shared.
+    sid = live.new_id("recall-address")
+    turns = [
+        {"role": "user", "text": "Never deploy on Fridays; ERR_QUOTA_7731 means the build cache is full."},
+        {"role": "assistant", "text": "Noted: no deploys on Fridays."},
+    ]
+    live.make_session(sid, title="Recall address", turns=turns)
+    page.goto(f"{live.url}/sessions/{sid}/")
+    page.evaluate("window.__samePage = true")
+    results = page.locator("#recall-results")
+
+    page.get_by_label("Search this session").fill("ERR_QUOTA_7731")
+    page.get_by_label("Exact words").check()
+    page.get_by_role("button", name="Recall").click()
+
+    expect(results.locator(".result-line")).to_contain_text("for “ERR_QUOTA_7731”")
+    expect(page).to_have_url(f"{live.url}/sessions/{sid}/?q=ERR_QUOTA_7731&match=keyword&kind=all")
+    assert page.evaluate("window.__samePage") is True  # htmx answered it: no new page
+    address = page.url
+
+    page.go_back()
+    expect(page).to_have_url(f"{live.url}/sessions/{sid}/")
+    expect(results.locator(".result-line")).to_have_count(0)
+    page.go_forward()
+    expect(page).to_have_url(address)
+    expect(results.locator(".result-line")).to_contain_text("for “ERR_QUOTA_7731”")
+
+    shared = page.context.new_page()  # the address opened afresh, as a shared link is
+    shared.goto(address)
+    expect(shared.locator("#recall-results .result-line")).to_contain_text("for “ERR_QUOTA_7731”")
+    expect(shared.locator("#recall-results .turn.hit mark").first).to_have_text("ERR_QUOTA_7731")
+    expect(shared.get_by_label("Search this session")).to_have_value("ERR_QUOTA_7731")
+    expect(shared.get_by_label("Exact words")).to_be_checked()
+    shared.close()
