@@ -30,6 +30,31 @@
       e.preventDefault();
     }
   });
+  // The summary's bullets reload when the session changes (a pin can add a pinned bullet): a bullet
+  // open before stays open, and opening it again loads its cited turns as they are now.
+  var reopen = null;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var target = e.detail.target;
+    if (target && target.id === "summary-bullets") {
+      reopen = Array.prototype.map.call(target.querySelectorAll("details[open][id]"), function (d) {
+        return d.id;
+      });
+    }
+  });
+  // htmx:load comes once the new list is processed, so a bullet opened again finds its trigger ready.
+  document.addEventListener("htmx:load", function (e) {
+    if (!reopen || e.detail.elt.id !== "summary-bullets") {
+      return;
+    }
+    var ids = reopen;
+    reopen = null;
+    ids.forEach(function (id) {
+      var details = document.getElementById(id);
+      if (details) {
+        details.open = true;
+      }
+    });
+  });
   // <input data-select-on-focus>: a value to copy (a new token) is selected whole.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) {

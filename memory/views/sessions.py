@@ -137,6 +137,9 @@ def session_page(request: UserRequest, sid: str) -> HttpResponse:
     if target == "pinned-turns":
         context.update(pinned_turns=reads.pinned_turns(session))
         return render(request, "memory/session.html#pinned-turns", context)
+    if target == "summary-bullets":
+        context.update(bullets=reads.summary_bullets(session))
+        return render(request, "memory/session.html#summary-bullets", context)
     context.update(tiers=reads.tiers(session), **_tab_context(session, tab, request))
     if target == "memory-tabs":
         return render(request, "memory/session.html#memory-tabs", context)

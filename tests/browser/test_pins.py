@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Page, expect
 
-from .conftest import Live, shot
+from .conftest import Live, conversation, shot
 from .test_page_text import said_turns
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -76,3 +76,35 @@ def test_a_pin_past_the_cap_is_refused_beside_its_toggle(page: Page, live: Live)
     assert [t["pinned"] for t in view["x"]] == [False]
     turn.scroll_into_view_if_needed()
     shot(page, "29-pin-refused", full=False)
+
+
+def test_pinning_a_bullets_archived_turn_adds_its_pinned_bullet_in_place(page: Page, live: Live):
+    # The pinned turns and tiers followed, but the new pinned bullet appeared only after a reload.
+    sid = live.new_id("pin-archived")
+    live.make_session(sid, title="Pin an archived turn", turns=conversation())
+    document = live.export(sid)
+    first = next(b for b in document["bullets"] if b["kind"] == "history" and not b["protected"])
+    page.goto(f"{live.url}/sessions/{sid}/?tab=summary")
+    page.evaluate("window.__samePage = true")
+    bullets = page.locator("ol.bullets > li")
+    before = bullets.count()
+    expect(bullets.filter(has=page.locator("summary .pin-tag"))).to_have_count(0)
+
+    bullet = bullets.filter(has_text=first["text"][:40]).first
+    bullet.locator("summary").click()
+    cited = bullet.locator(".cited-turns li.turn").filter(has=page.get_by_role("button", name="Pin")).first
+    text = cited.locator(".turn-text").inner_text()
+    position = cited.locator(".pos").inner_text()
+    cited.get_by_role("button", name="Pin").click()
+
+    pinned = bullets.filter(has=page.locator("summary .pin-tag"))
+    expect(pinned).to_have_count(1)
+    expect(pinned.locator(".bullet-text")).to_contain_text(text[:40])
+    expect(bullets).to_have_count(before + 1)
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(1)
+    # The bullet opened before is open still, its turn now shown pinned.
+    opened = bullets.filter(has_text=first["text"][:40]).first.locator("details")
+    expect(opened).to_have_attribute("open", "")
+    turn = opened.locator(".cited-turns li.turn").filter(has=page.get_by_text(position, exact=True))
+    expect(turn.locator(".pin-tag")).to_have_text("pinned")
+    assert page.evaluate("window.__samePage") is True

@@ -163,6 +163,23 @@ def test_the_pinned_turns_region_reloads_alone_for_htmx(alice_web, trip):
     assert toggles(html, 7) == ["Unpin"] and "<html" not in html
 
 
+def test_the_summary_bullets_reload_alone_with_a_pinned_archived_turns_bullet(alice_web, trip):
+    # A pin of an archived turn adds a pinned bullet, which appeared only after a reload.
+    before = alice_web.get(SUMMARY, **HX, HTTP_HX_TARGET="summary-bullets").content.decode()
+    archived = Item.objects.filter(session=trip, kind="history", tier="a", role="assistant").first()
+    services.set_pinned(session=trip, position=archived.position)
+
+    html = alice_web.get(SUMMARY, **HX, HTTP_HX_TARGET="summary-bullets").content.decode()
+
+    assert html.lstrip().startswith('<div id="summary-bullets"')
+    assert 'hx-trigger="session-changed from:body"' in html and "<html" not in html
+    assert html.count('<li class="bullet') == before.count('<li class="bullet') + 1
+    assert '<span class="tag pin-tag">pinned</span>' in html and "pin-tag" not in before
+    assert archived.chunk.text in html
+    for bullet in Bullet.objects.filter(session=trip, superseded=False):
+        assert f'<details id="bullet-{bullet.pk}">' in html  # ottoweb.js opens again those open before
+
+
 @pytest.fixture
 def capped(trip, settings):
     settings.OTTO_MAX_PINS = 1
