@@ -257,8 +257,8 @@ _UPDATE = re.compile(
     r"from now on|going forward|in the end|make that|amended|changed from|previously|"
     r"(?:is|are|being) (?:retired|decommissioned|deprecated)|replaced by)\b"
     # "moved the review to", "has moved flight BA 482 to", "cut the budget to": a verb of change,
-    # then its new value within a few words.
-    r"|\b(?:changed?|moved?|moving|pushed|pushing|bump(?:ed|s)?|shifted|switched|rescheduled|"
+    # then its new value within a few words ("change" as a verb: "a nice change to my routine" is not).
+    r"|\b(?:changed|(?<!a )(?<!the )(?<!nice )(?<!good )(?<!big )(?<!such )(?<!welcome )change|moved?|moving|pushed|pushing|bump(?:ed|s)?|shifted|switched|rescheduled|"
     r"postponed|delayed|brought forward|renamed|cut|raised|lowered|reduced|increased|extended)\b"
     r"(?:[^.!?\n]|\.(?=\w)){0,40}?\b(?:to|until|till)\b"
     r"|\b(?:is|are|was|were|has been|have been) (?:cancell?ed|changed|replaced)\b"
@@ -268,7 +268,15 @@ _UPDATE = re.compile(
     # "Not Tuesday — Wednesday", "No — not that bucket", "not 8080, use 8443" (not "not sure, but").
     r"|\bno\s*[—–-]+\s*not\b"
     r"|\bnot\b(?! sure)[^.!?\n]{1,40}?(?:—|–|--| - )"
-    r"|\bnot\b(?! sure)[^.!?\n]{1,40}?,\s*(?:but|it['’]?s|it is|use|make it|we['’]re)\b",
+    r"|\bnot\b(?! sure)[^.!?\n]{1,40}?,\s*(?:but|it['’]?s|it is|use|make it|we['’]re)\b"
+    # "is 12 Orchard Mews, not The Lamplighter", "9 nights in Dublin, not Reykjavik" (a name or a
+    # number after the "not": "fine, not bad" says nothing of a value).
+    r"|,\s*not\s+(?:(?-i:[A-Z0-9])|the\b)"
+    # "The table is 9 pm now.", "it's Zanele now;" — not "for now", "right now" or "back now".
+    r"|\b(?:is|are|['’]s|['’]re)\s+(?!(?:for|right|just|back)\b)[^.!?\n;,]{1,25}?\s+(?<!right\s)now\s*(?:[.!;]|$)"
+    # "You've got the old value for …", "Please fix your notes."
+    r"|\bthe old (?:value|number|figure|date|time|address|version|venue|price|size)\b"
+    r"|\b(?:fix|update|correct)\s+(?:your|the)\s+(?:notes?|records?|calendar|entry|list)\b",
     re.IGNORECASE,
 )
 

@@ -355,6 +355,10 @@ def test_a_turn_reads_as_a_change_by_its_words():
         "The review is now on Thursday.",
         "[email_search] the airline has moved flight BA 482 to 18:40",
         "No — not ghcr.io/acme/app, that one is being retired. Use registry.int.acme.io/app.",
+        "The book club dinner is at 12 Orchard Mews, not The Lamplighter.",
+        "The table at Saffron House is 9 pm now; same party of four.",
+        "You've got the old value for the number of guests; it's 11 people.",
+        "Please fix your notes: the venue moved.",
     ):
         assert salience.reads_as_update(changed), changed
     for unchanged in (
@@ -362,6 +366,11 @@ def test_a_turn_reads_as_a_change_by_its_words():
         "I'll update the README",
         "The deadline for the billing refactor is March 12",
         "I am not sure, but it could work",
+        "Fine, not bad at all",
+        "That's fine, leave it for now.",
+        "Keep an eye on the grinder, it's €576 right now.",
+        "back now. status?",
+        "It was such a nice change to my regular life.",
     ):
         assert not salience.reads_as_update(unchanged), unchanged
 
@@ -380,3 +389,25 @@ def test_a_change_goes_above_the_hit_s_next_turn_too():
 
     assert order(PLAIN.without(["updates"]))[:2] == [1, 0]
     assert order(PLAIN)[:3] == [2, 1, 0]
+
+
+def test_a_change_of_the_turn_before_a_first_hit_goes_above_the_hit():
+    # A turn is indexed with the turn before it as its context, so "Booking the hotel." can be the
+    # first hit for a question about the check-up booked just before it, and brings that turn back
+    # as its neighbour: the change to the check-up goes above both.
+    turns = [
+        ("Ana", MAY, "I've booked the dental check-up for Wednesday at 9:30."),
+        ("assistant", MAY, "Booking the Harbourlight Hotel in Reykjavik next."),
+        *[("bash", MAY, f"search {n}: hotels in Reykjavik, none free") for n in range(20)],
+        ("Ana", JUNE, "Wednesday? No, it's Friday for the dental check-up."),
+    ]
+    question = ranking.read_question("Which hotel in Reykjavik?", {"Ana"}, people=True, rules=PLAIN)
+
+    def order(rules):
+        search = ListSearch(turns, near=[[1, 2, 3, 0], []], step=1)
+        ranked, _ = ranking.rank(search, question, limit=100, rules=rules, people=True, words=None)
+        return [position for position, _ in ranked]
+
+    plain = order(PLAIN.without(["updates"]))
+    assert plain[0] == 1 and 22 not in plain  # the change matches nothing the question says
+    assert order(PLAIN)[:2] == [22, 1]
