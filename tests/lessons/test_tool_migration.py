@@ -41,7 +41,8 @@ def test_a_legacy_tool_is_cleaned_and_its_record_is_found_by_that_tool_again(ali
 def test_a_tool_of_nothing_but_refused_characters_gets_a_name_and_good_tools_stay(alice_api):
     kept = recorded(alice_api.post(ERRORS, resolved(tool=" make ")))
     emptied = recorded(alice_api.post(ERRORS, resolved(tool="pytest")))
-    ErrorRecord.objects.filter(pk=emptied["id"]).update(tool="\u202e\x00\n")
+    # A control character, a direction override and a line break (not NUL: PostgreSQL refuses it).
+    ErrorRecord.objects.filter(pk=emptied["id"]).update(tool="\u202e\x07\n")
     kept_before = ErrorRecord.objects.values("tool", "updated_at").get(pk=kept["id"])
 
     changed = migration.clean_error_tools(ErrorRecord)
