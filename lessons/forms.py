@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from django import forms
 
-from memory.engine.types import is_blank
-from memory.forms import TOO_LONG
+from memory.forms import TOO_LONG, visible_search
 
 MATCHES = [("semantic", "By meaning"), ("keyword", "Exact words")]
 
@@ -26,13 +25,7 @@ class LessonSearchForm(forms.Form):
     match = forms.ChoiceField(choices=MATCHES, required=False)
 
     def clean_q(self) -> str:
-        # Only invisible characters (a zero-width space) would search for nothing; the API refuses it too.
-        q: str = self.cleaned_data["q"]
-        if q and is_blank(q):
-            raise forms.ValidationError(
-                "The search holds only invisible characters: type words to search for.", code="blank"
-            )
-        return q
+        return visible_search(self.cleaned_data["q"])
 
     def clean_match(self) -> str:
         return self.cleaned_data.get("match") or "semantic"

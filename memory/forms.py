@@ -24,8 +24,21 @@ def _import_limit() -> int:
 TOO_LONG = "Search for at most %(limit_value)d characters (this is %(show_value)d)."
 
 
+def visible_search(q: str) -> str:
+    """A list's search as typed (empty: no search), refused when it holds only invisible characters
+    (a zero-width space): it would search for nothing, and the API refuses such a q too."""
+    if q and is_blank(q):
+        raise forms.ValidationError(
+            "The search holds only invisible characters: type words to search for.", code="blank"
+        )
+    return q
+
+
 class SessionSearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, strip=True, error_messages={"max_length": TOO_LONG})
+
+    def clean_q(self) -> str:
+        return visible_search(self.cleaned_data["q"])
 
 
 class RecallForm(forms.Form):

@@ -20,7 +20,7 @@ from .. import services
 from ..models import Item, Job, Session
 from ..reads import session_context, session_summary, turn_dict
 from ..recall import recall
-from ..services.sessions import get_user_session
+from ..services.sessions import get_user_session, matching_sessions
 from .schemas import (
     AppendOut,
     BatchIn,
@@ -106,7 +106,7 @@ class ListParams(CleanIn):
 
 @router.get("/sessions", response={200: SessionListOut, **ERRORS})
 def list_sessions(request: ApiRequest, params: Query[ListParams]):
-    rows = Session.objects.for_user(request.auth.user).matching(params.q)
+    rows = matching_sessions(request.auth.user, params.q)
     page = rows.with_totals().order_by("-updated_at", "-id")[params.offset : params.offset + params.limit]
     return {"items": [session_summary(s) for s in page], "count": rows.count()}
 

@@ -22,11 +22,10 @@ from pydantic_core import to_jsonable_python
 import ottoweb
 from memory import hooks, services
 from memory.answers import RecallOut, recalled, remembered, stored_note
-from memory.models import Session
 from memory.reads import session_context, session_summary, turn_dict
 from memory.recall import recall as recall_passages
 from memory.services import notes as scoped
-from memory.services.sessions import get_user_session
+from memory.services.sessions import get_user_session, matching_sessions
 from ottoweb.errors import Conflict, NotFound
 
 from .arguments import (
@@ -195,7 +194,7 @@ def _session_tools(who: Who) -> list[Tool]:
         many match, and `offset` pages past the first `limit`."""
 
         def work(caller: Caller) -> dict[str, Any]:
-            rows = Session.objects.for_user(caller.user).matching(args.q)
+            rows = matching_sessions(caller.user, args.q)
             page = rows.with_totals().order_by("-updated_at", "-id")[args.offset : args.offset + args.limit]
             return {"items": _json([session_summary(s) for s in page]), "count": rows.count()}
 

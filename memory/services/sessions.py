@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from ottoweb.errors import Conflict, Invalid, NotFound
 
-from ..engine.types import KINDS, SESSION_ID, label_problem
-from ..models import Item, Session, TierState
+from ..engine.types import KINDS, SESSION_ID, is_blank, label_problem
+from ..models import Item, Session, SessionQuerySet, TierState
 from ..storage import fts_delete, lookups, vec_delete
 from . import embedding
 
@@ -65,6 +65,21 @@ def get_user_session(user: User, sid: str, *, totals: bool = False) -> Session:
     if session is None:
         raise NotFound(f"no session {sid!r}")
     return session
+
+
+# As a lessons list's blank q (docs/api.md, "Blank"); an empty or absent q lists every session.
+BLANK_Q = "q must not be empty: leave it out to list every session, newest first"
+
+
+def matching_sessions(user: User, q: str) -> SessionQuerySet:
+    """`user`'s sessions whose id, title or workspace holds `q`; every one when `q` is empty.
+
+    Invalid at `q` when it holds only blank characters (a zero-width space, a no-break space): it
+    would search for text no one can see or type. The REST list and MCP's list_sessions read here.
+    """
+    if q and is_blank(q):
+        raise Invalid(BLANK_Q, field="q")
+    return Session.objects.for_user(user).matching(q)
 
 
 def create_session(

@@ -51,6 +51,25 @@ def test_a_search_longer_than_200_characters_says_it_was_not_run(alice_web, alic
     assert "Not searched" not in alice_web.get("/", {"q": "b" * 200}).content.decode()
 
 
+@pytest.mark.parametrize("q", ["\u200b", "\ufeff\u2060", "\u200b\u00a0\u200d"])
+def test_a_search_of_only_invisible_characters_says_it_was_not_run(alice_web, alice, q):
+    # It searched for the invisible characters and said no session matched, as the lessons list did.
+    services.create_session(user=alice, sid="alpha", title="Billing bug")
+
+    for headers in ({}, {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "session-list"}):
+        html = alice_web.get("/", {"q": q}, **headers).content.decode()
+
+        assert (
+            '<p class="error" role="alert">Not searched: '
+            "The search holds only invisible characters: type words to search for."
+            " Showing every session, newest first.</p>" in html
+        )
+        assert "Billing bug" in html and "No session matches" not in html
+    for blank in ("", "  "):  # an empty search (spaces are stripped) is no search: every session
+        html = alice_web.get("/", {"q": blank}).content.decode()
+        assert "Billing bug" in html and "Not searched" not in html
+
+
 def test_sessions_list_search_matches_title_id_and_workspace(alice_web, alice):
     services.create_session(user=alice, sid="alpha", title="Billing bug")
     services.create_session(user=alice, sid="beta", title="Other", workspace="billing-service")

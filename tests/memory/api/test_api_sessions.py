@@ -67,6 +67,22 @@ def test_sessions_list_newest_first_and_filters(alice_api, bob_api):
     assert ([s["id"] for s in filtered["items"]], filtered["count"]) == (["a-3"], 2)
 
 
+@pytest.mark.parametrize("q", ["%E2%80%8B", "%20%20", "%EF%BB%BF%C2%A0"])
+def test_sessions_list_refuses_a_q_of_only_blank_characters_as_the_lessons_list_does(alice_api, q):
+    # A zero-width space searched for itself and answered no session, as if searched for words.
+    alice_api.post("/api/v1/sessions", {"id": "a-1", "title": "Billing bug"})
+
+    response = alice_api.get(f"/api/v1/sessions?q={q}")
+
+    assert response.status_code == 422, response.content
+    assert response.json() == {
+        "detail": "q must not be empty: leave it out to list every session, newest first",
+        "code": "invalid",
+        "field": "q",
+    }
+    assert alice_api.get("/api/v1/sessions?q=").json()["count"] == 1  # empty, as left out: every session
+
+
 def test_another_users_session_is_not_found(alice_api, bob_api):
     alice_api.post("/api/v1/sessions", {"id": "private"})
 

@@ -235,3 +235,24 @@ def test_a_turn_time_comes_back_in_the_one_form_the_rest_api_gives(server):
     )
 
     assert (is_error, pinned["occurred_at"]) == (False, "2023-05-08T13:56:00.500000+02:00")
+
+
+def test_list_sessions_refuses_a_q_of_only_invisible_characters_as_rest_does(server):
+    # It searched for a zero-width space and answered no session.
+    (_, appended), (is_error, refused), (_, everything) = calls(
+        server,
+        ("append_turns", {"session": "billing", "turns": [{"role": "user", "text": "hi"}]}),
+        ("list_sessions", {"q": "\u200b"}),
+        ("list_sessions", {"q": ""}),
+    )
+
+    assert appended["appended"] == 1
+    assert (is_error, refused) == (
+        True,
+        {
+            "detail": "q must not be empty: leave it out to list every session, newest first",
+            "code": "invalid",
+            "field": "q",
+        },
+    )
+    assert everything["count"] == 1
