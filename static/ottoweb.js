@@ -30,6 +30,15 @@
       e.preventDefault();
     }
   });
+  // A recall pushes its search into the address with the tab shown now (the tabs switch in place,
+  // after the form's hidden tab was written): reloading it, or coming Back to it, opens that tab.
+  document.addEventListener("htmx:configRequest", function (e) {
+    var panel = document.getElementById("tab-panel");
+    var form = e.detail.elt;
+    if (panel && form.classList && form.classList.contains("recall-form")) {
+      e.detail.parameters.tab = panel.getAttribute("data-tab");
+    }
+  });
   // The summary's bullets reload when the session changes (a pin can add a pinned bullet): a bullet
   // open before stays open, and opening it again loads its cited turns as they are now.
   var reopen = null;

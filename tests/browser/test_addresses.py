@@ -70,7 +70,9 @@ def test_a_recall_has_an_address_back_returns_to_and_a_copy_opens(page: Page, li
     page.get_by_role("button", name="Recall").click()
 
     expect(results.locator(".result-line")).to_contain_text("for “ERR_QUOTA_7731”")
-    expect(page).to_have_url(f"{live.url}/sessions/{sid}/?q=ERR_QUOTA_7731&match=keyword&kind=all")
+    expect(page).to_have_url(
+        f"{live.url}/sessions/{sid}/?q=ERR_QUOTA_7731&match=keyword&kind=all&tab=summary"
+    )
     assert page.evaluate("window.__samePage") is True  # htmx answered it: no new page
     address = page.url
 
@@ -88,3 +90,36 @@ def test_a_recall_has_an_address_back_returns_to_and_a_copy_opens(page: Page, li
     expect(shared.get_by_label("Search this session")).to_have_value("ERR_QUOTA_7731")
     expect(shared.get_by_label("Exact words")).to_be_checked()
     shared.close()
+
+
+@pytest.mark.parametrize("tab", ["Compact", "Reset"])
+def test_a_recall_made_from_another_tab_keeps_that_tab_in_its_address(page: Page, live: Live, tab: str):
+    # The address a recall pushed had no ?tab=: reloading it, or coming Back to it, opened the Summary tab.
+    sid = live.new_id("recall-tab")
+    turns = [
+        {"role": "user", "text": "Never deploy on Fridays; ERR_QUOTA_7731 means the build cache is full."}
+    ]
+    live.make_session(sid, title="Recall from a tab", turns=turns)
+    page.goto(f"{live.url}/sessions/{sid}/")
+    page.get_by_role("tab", name=tab).click()  # switched in place: the page was rendered on Summary
+    expect(page).to_have_url(f"{live.url}/sessions/{sid}/?tab={tab.lower()}")
+    selected = page.locator("[role=tab][aria-selected=true]")
+    results = page.locator("#recall-results .result-line")
+
+    page.get_by_label("Search this session").fill("ERR_QUOTA_7731")
+    page.get_by_label("Exact words").check()
+    page.get_by_role("button", name="Recall").click()
+
+    expect(results).to_contain_text("for “ERR_QUOTA_7731”")
+    address = f"{live.url}/sessions/{sid}/?q=ERR_QUOTA_7731&match=keyword&kind=all&tab={tab.lower()}"
+    expect(page).to_have_url(address)
+    page.reload()
+    expect(selected).to_have_text(tab)
+    expect(results).to_contain_text("for “ERR_QUOTA_7731”")
+
+    page.get_by_role("tab", name="Summary").click()
+    expect(page).to_have_url(f"{live.url}/sessions/{sid}/?tab=summary")
+    page.go_back()
+    expect(page).to_have_url(address)
+    expect(selected).to_have_text(tab)
+    expect(results).to_contain_text("for “ERR_QUOTA_7731”")
