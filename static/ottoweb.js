@@ -64,6 +64,42 @@
       }
     });
   });
+  // A pin toggle in an open bullet is swapped for its new state, then the bullets reload and the
+  // bullet opens again: the focused button goes with them, and the keyboard fell to the page's top.
+  // It goes back to the same turn's toggle in that bullet once its turns are shown again, or to the
+  // bullet itself when that turn is not among them; only while the focus is lost, until the person
+  // presses a key or the pointer.
+  var pinFocus = null;
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var form = e.detail.elt;
+    if (!form.classList || !form.classList.contains("pin")) {
+      return;
+    }
+    var bullet = form.closest("#summary-bullets details[id]");
+    var toggle = /(?:^|\s)(pin-at-\d+)(?:\s|$)/.exec(form.className);
+    pinFocus = bullet && toggle ? { bullet: bullet.id, toggle: toggle[1] } : null;
+  });
+  function forgetPinFocus() {
+    pinFocus = null;
+  }
+  document.addEventListener("keydown", forgetPinFocus);
+  document.addEventListener("pointerdown", forgetPinFocus);
+  document.addEventListener("htmx:load", function () {
+    var active = document.activeElement;
+    if (!pinFocus || (active && active !== document.body)) {
+      return;
+    }
+    var bullet = document.getElementById(pinFocus.bullet);
+    if (!bullet) {
+      pinFocus = null;
+      return;
+    }
+    if (!bullet.open || !bullet.querySelector(".cited-turns")) {
+      return; // reloaded: not opened again yet, or its turns not loaded again yet
+    }
+    var button = bullet.querySelector("." + pinFocus.toggle + " button");
+    (button || bullet.querySelector("summary")).focus();
+  });
   // <input data-select-on-focus>: a value to copy (a new token) is selected whole.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) {

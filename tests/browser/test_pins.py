@@ -4,7 +4,7 @@ tab's pinned turns following without a reload."""
 from __future__ import annotations
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Locator, Page, expect
 
 from .conftest import Live, conversation, shot
 from .test_page_text import said_turns
@@ -78,21 +78,28 @@ def test_a_pin_past_the_cap_is_refused_beside_its_toggle(page: Page, live: Live)
     shot(page, "29-pin-refused", full=False)
 
 
-def test_pinning_a_bullets_archived_turn_adds_its_pinned_bullet_in_place(page: Page, live: Live):
-    # The pinned turns and tiers followed, but the new pinned bullet appeared only after a reload.
-    sid = live.new_id("pin-archived")
-    live.make_session(sid, title="Pin an archived turn", turns=conversation())
+def open_a_bullet(page: Page, live: Live, stem: str) -> tuple[Locator, Locator, Locator]:
+    """A compacted conversation's summary tab with its first summarised bullet opened: the bullets,
+    that bullet, and the first of its cited turns that can be pinned."""
+    sid = live.new_id(stem)
+    live.make_session(sid, title=stem, turns=conversation())
     document = live.export(sid)
     first = next(b for b in document["bullets"] if b["kind"] == "history" and not b["protected"])
     page.goto(f"{live.url}/sessions/{sid}/?tab=summary")
-    page.evaluate("window.__samePage = true")
     bullets = page.locator("ol.bullets > li")
-    before = bullets.count()
-    expect(bullets.filter(has=page.locator("summary .pin-tag"))).to_have_count(0)
-
     bullet = bullets.filter(has_text=first["text"][:40]).first
     bullet.locator("summary").click()
     cited = bullet.locator(".cited-turns li.turn").filter(has=page.get_by_role("button", name="Pin")).first
+    expect(cited).to_have_count(1)
+    return bullets, bullet, cited
+
+
+def test_pinning_a_bullets_archived_turn_adds_its_pinned_bullet_in_place(page: Page, live: Live):
+    # The pinned turns and tiers followed, but the new pinned bullet appeared only after a reload.
+    bullets, bullet, cited = open_a_bullet(page, live, "pin-archived")
+    page.evaluate("window.__samePage = true")
+    before = bullets.count()
+    expect(bullets.filter(has=page.locator("summary .pin-tag"))).to_have_count(0)
     text = cited.locator(".turn-text").inner_text()
     position = cited.locator(".pos").inner_text()
     cited.get_by_role("button", name="Pin").click()
@@ -103,8 +110,33 @@ def test_pinning_a_bullets_archived_turn_adds_its_pinned_bullet_in_place(page: P
     expect(bullets).to_have_count(before + 1)
     expect(page.locator("#pinned-turns li.turn")).to_have_count(1)
     # The bullet opened before is open still, its turn now shown pinned.
-    opened = bullets.filter(has_text=first["text"][:40]).first.locator("details")
+    opened = bullet.locator("details")
     expect(opened).to_have_attribute("open", "")
     turn = opened.locator(".cited-turns li.turn").filter(has=page.get_by_text(position, exact=True))
     expect(turn.locator(".pin-tag")).to_have_text("pinned")
     assert page.evaluate("window.__samePage") is True
+
+
+def test_pinning_a_bullets_turn_with_the_keyboard_leaves_the_focus_on_its_toggle(page: Page, live: Live):
+    # The bullets reloaded in place and the focus fell to the page (document.body).
+    bullets, bullet, cited = open_a_bullet(page, live, "pin-focus")
+    before = bullets.count()
+    position = cited.locator(".pos").inner_text().lstrip("#")
+    opened = page.locator(f"#{bullet.locator('details').get_attribute('id')}")
+    page.evaluate("document.getElementById('summary-bullets').__before = true")
+
+    cited.get_by_role("button", name="Pin").focus()
+    page.keyboard.press("Enter")
+
+    expect(bullets).to_have_count(before + 1)  # the bullets reloaded: a pinned bullet joined them
+    assert page.evaluate("document.getElementById('summary-bullets').__before") is None
+    toggle = opened.locator(f".cited-turns .pin-at-{position} button")
+    expect(toggle).to_have_text("Unpin")
+    expect(toggle).to_be_focused()
+    where = "(e => [e.closest('details').id, e.closest('form').classList.contains('pin-at-' + %s)])"
+    focused = page.evaluate(f"{where % position}(document.activeElement)")
+    assert focused == [opened.get_attribute("id"), True]
+    page.keyboard.press("Enter")  # the keyboard goes on from there: Enter unpins the turn again
+    expect(toggle).to_have_text("Pin")
+    expect(toggle).to_be_focused()
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(0)
