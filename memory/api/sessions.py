@@ -183,7 +183,17 @@ def pop_turn(request: ApiRequest, sid: str):
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
 def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
-    return session_context(get_session(request, sid), kind)
+    session = get_session(request, sid)
+    if kind == "context":
+        # A context item is archived as it is appended (engine/queue.py) and never enters a view:
+        # a view of them would always be empty, as if the session held no tool output.
+        raise Invalid(
+            "kind must be history: context items (tool output) are stored for recall and never enter "
+            "the prompt view, so a view of them is always empty; find them with "
+            f'POST /api/v1/sessions/{session.sid}/recall and "kind": "context" (or "all")',
+            field="kind",
+        )
+    return session_context(session, kind)
 
 
 @router.post("/sessions/{sid}/recall", response={200: RecallOut, **ERRORS}, summary="Recall")

@@ -247,7 +247,8 @@ class Ottoweb:
         no turn. A turn compacted into the summary stays: OttowebError `conflict`."""
         return cast(PoppedOut, self._call("pop", sid=session_id))["item"]
 
-    def context(self, session_id: str, *, kind: Literal["history", "context"] | None = None) -> ContextOut:
+    def context(self, session_id: str, *, kind: Literal["history"] | None = None) -> ContextOut:
+        """The prompt view. Tool output (`kind="context"` items) never enters it: `recall` finds it."""
         return cast(ContextOut, self._call("context", query={"kind": kind}, sid=session_id))
 
     def recall(

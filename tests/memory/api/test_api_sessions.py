@@ -158,6 +158,32 @@ def test_user_turns_are_protected_by_default_and_survive_compaction(alice_api):
     ]
 
 
+def test_the_view_of_kind_context_is_refused_saying_where_tool_output_is_found(alice_api):
+    # It answered 200 with an empty view whatever tool output the session held: context items never
+    # enter the prompt view, so kind=context read as if there were none.
+    alice_api.post("/api/v1/sessions", {"id": "s"})
+    alice_api.post("/api/v1/sessions/s/items", {"role": "user", "text": "Build the project."})
+    tool = {"role": "tool", "text": "ERROR ERR_QUOTA_7731: build cache quota exceeded", "kind": "context"}
+    alice_api.post("/api/v1/sessions/s/items", tool)
+
+    response = alice_api.get("/api/v1/sessions/s/context?kind=context")
+
+    assert response.status_code == 422, response.content
+    assert response.json() == {
+        "detail": "kind must be history: context items (tool output) are stored for recall and never enter "
+        "the prompt view, so a view of them is always empty; find them with "
+        'POST /api/v1/sessions/s/recall and "kind": "context" (or "all")',
+        "code": "invalid",
+        "field": "kind",
+    }
+    for path in ("/api/v1/sessions/s/context", "/api/v1/sessions/s/context?kind=history"):
+        view = alice_api.get(path).json()
+        assert (view["kind"], [t["text"] for t in view["x"]]) == ("history", ["Build the project."])
+    found = alice_api.post("/api/v1/sessions/s/recall", {"query": "ERR_QUOTA_7731", "kind": "context"}).json()
+    assert [t["text"] for p in found["results"]["context"] for t in p["turns"]] == [tool["text"]]
+    assert alice_api.get("/api/v1/sessions/nope/context?kind=context").status_code == 404
+
+
 def test_delete_removes_everything_of_the_session(alice_api):
     alice_api.post("/api/v1/sessions", {"id": "s", "x_budget": 20, "y_budget": 60})
     for n in range(20):
