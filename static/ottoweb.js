@@ -64,10 +64,12 @@
       }
     });
   });
-  // A pin toggle in an open bullet is swapped for its new state, then the bullets reload and the
-  // bullet opens again: the focused button goes with them, and the keyboard fell to the page's top.
-  // It goes back to the same turn's toggle in that bullet once its turns are shown again, or to the
-  // bullet itself when that turn is not among them; only while the focus is lost, until the person
+  // A pin toggle is swapped for its new state in every copy of it (X, Y, the pinned turns, a
+  // bullet's turns, a recall's hits), and the pinned turns and the bullets reload: the focused button
+  // goes with them, and the keyboard fell to the page's top. It goes back to the same turn's toggle
+  // in the place it was pressed (the list, the open bullet, the recall) once that place is shown
+  // again; where the turn has left it (unpinned from the pinned turns), to its toggle elsewhere, or
+  // to the place itself — a bullet's own summary. Only while the focus is lost, until the person
   // presses a key or the pointer.
   var pinFocus = null;
   document.addEventListener("htmx:beforeRequest", function (e) {
@@ -75,30 +77,42 @@
     if (!form.classList || !form.classList.contains("pin")) {
       return;
     }
-    var bullet = form.closest("#summary-bullets details[id]");
+    var place = form.closest("#summary-bullets details[id]") || form.parentElement.closest("[id]");
     var toggle = /(?:^|\s)(pin-at-\d+)(?:\s|$)/.exec(form.className);
-    pinFocus = bullet && toggle ? { bullet: bullet.id, toggle: toggle[1] } : null;
+    pinFocus = place && toggle ? { place: place.id, toggle: toggle[1] } : null;
   });
   function forgetPinFocus() {
     pinFocus = null;
   }
   document.addEventListener("keydown", forgetPinFocus);
   document.addEventListener("pointerdown", forgetPinFocus);
+  function shown(element) {
+    return element.getClientRects().length > 0;
+  }
   document.addEventListener("htmx:load", function () {
     var active = document.activeElement;
     if (!pinFocus || (active && active !== document.body)) {
       return;
     }
-    var bullet = document.getElementById(pinFocus.bullet);
-    if (!bullet) {
-      pinFocus = null;
-      return;
+    var place = document.getElementById(pinFocus.place);
+    if (!place) {
+      return; // being reloaded: its new copy comes with a later htmx:load
     }
-    if (!bullet.open || !bullet.querySelector(".cited-turns")) {
+    var bullet = place.matches("#summary-bullets details");
+    if (bullet && (!place.open || !place.querySelector(".cited-turns"))) {
       return; // reloaded: not opened again yet, or its turns not loaded again yet
     }
-    var button = bullet.querySelector("." + pinFocus.toggle + " button");
-    (button || bullet.querySelector("summary")).focus();
+    var selector = "." + pinFocus.toggle + " button";
+    var here = place.querySelector(selector);
+    var elsewhere = Array.prototype.filter.call(document.querySelectorAll(selector), shown)[0];
+    if (here || bullet) {
+      (here || place.querySelector("summary")).focus();
+    } else if (elsewhere) {
+      elsewhere.focus();
+    } else {
+      place.setAttribute("tabindex", "-1");
+      place.focus();
+    }
   });
   // <input data-select-on-focus>: a value to copy (a new token) is selected whole.
   document.addEventListener("focusin", function (e) {

@@ -57,6 +57,38 @@ def test_pin_a_turn_see_it_among_the_pinned_turns_then_unpin_it(page: Page, live
     assert [t["position"] for t in view["x"] if t["pinned"]] == []
 
 
+def test_a_keyboard_pin_leaves_the_focus_on_the_toggle_where_it_was_pressed(page: Page, live: Live):
+    # The toggle was swapped out of band and the pinned turns reloaded: the focus fell to the page.
+    sid = live.new_id("pin-focus-x")
+    live.make_session(sid, title="Pin focus", turns=said_turns(12), x=400, y=2000)
+    page.goto(f"{live.url}/sessions/{sid}/?tab=summary")
+    page.locator("#tier-x > summary").click()
+    in_x = page.locator("#tier-x li.turn").first
+    position = in_x.locator(".pos").inner_text().lstrip("#")
+    toggle = page.locator(f"#tier-x .pin-at-{position} button")
+
+    toggle.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(1)
+    expect(toggle).to_have_text("Unpin")
+    expect(toggle).to_be_focused()
+    page.keyboard.press("Enter")  # the keyboard goes on from there
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(0)
+    expect(toggle).to_have_text("Pin")
+    expect(toggle).to_be_focused()
+
+    # Unpinned from the pinned turns, the turn leaves them: the focus goes to its toggle in X.
+    toggle.focus()
+    page.keyboard.press("Enter")
+    among_pinned = page.locator(f"#pinned-turns .pin-at-{position} button")
+    expect(among_pinned).to_have_text("Unpin")
+    among_pinned.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#pinned-turns li.turn")).to_have_count(0)
+    expect(toggle).to_have_text("Pin")
+    expect(toggle).to_be_focused()
+
+
 def test_a_pin_past_the_cap_is_refused_beside_its_toggle(page: Page, live: Live):
     sid = live.new_id("pin-cap")
     long = "Please remember every step of this checklist, in order. " * 20  # over the protected share
