@@ -39,6 +39,17 @@
       e.detail.parameters.tab = panel.getAttribute("data-tab");
     }
   });
+  // A tab switches in place and pushes its address with the recall shown above it kept
+  // (?q=…&match=…&kind=…): reloading it, or coming Back to it, shows both.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var tab = e.detail.elt;
+    if (!tab.matches || !tab.matches('[role="tab"][hx-push-url]')) {
+      return;
+    }
+    var address = new URLSearchParams(window.location.search);
+    address.set("tab", new URLSearchParams(tab.getAttribute("href").split("?")[1]).get("tab"));
+    tab.setAttribute("hx-push-url", "?" + address.toString());
+  });
   // The summary's bullets reload when the session changes (a pin can add a pinned bullet): a bullet
   // open before stays open, and opening it again loads its cited turns as they are now.
   var reopen = null;

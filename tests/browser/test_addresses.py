@@ -117,8 +117,13 @@ def test_a_recall_made_from_another_tab_keeps_that_tab_in_its_address(page: Page
     expect(selected).to_have_text(tab)
     expect(results).to_contain_text("for “ERR_QUOTA_7731”")
 
+    # Another tab keeps the recall shown above it in the address (it pushed ?tab=summary alone).
     page.get_by_role("tab", name="Summary").click()
-    expect(page).to_have_url(f"{live.url}/sessions/{sid}/?tab=summary")
+    on_summary = f"{live.url}/sessions/{sid}/?q=ERR_QUOTA_7731&match=keyword&kind=all&tab=summary"
+    expect(page).to_have_url(on_summary)
+    page.reload()
+    expect(selected).to_have_text("Summary")
+    expect(results).to_contain_text("for “ERR_QUOTA_7731”")
     page.go_back()
     expect(page).to_have_url(address)
     expect(selected).to_have_text(tab)
