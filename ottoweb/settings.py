@@ -1,6 +1,6 @@
 """ottoweb settings: one file, typed environment helpers, zero-config SQLite default.
 
-Every setting a user may change is an environment variable listed in README.md's configuration table.
+Every setting a user may change is an environment variable listed in docs/configuration.md.
 All state (database, broker folders, logs, caches) lives under OTTO_DATA_DIR.
 """
 
@@ -233,8 +233,8 @@ LOGGING = {
 # --- memory ---------------------------------------------------------------------------------------
 OTTO_X_BUDGET = envint("OTTO_X_BUDGET", 24_000)
 OTTO_Y_BUDGET = envint("OTTO_Y_BUDGET", 80_000)
-# The share of Y a person's verbatim turns may fill; past it the oldest leave the prompt view (kept
-# verbatim in the store, cited by a quote bullet). Between 0.05 and 1 (issue 15).
+# The share of Y a person's verbatim turns may fill; past it chatter leaves the prompt view before
+# instructions (kept verbatim in the store, cited by a quote bullet). Between 0.05 and 1 (issue 15).
 OTTO_PROTECTED_SHARE = min(1.0, max(0.05, envfloat("OTTO_PROTECTED_SHARE", 0.5)))
 # Pinned turns a session may hold (their tokens are also bounded by its protected share of Y);
 # a pin beyond either answers 409 too_many_pins.
