@@ -1,7 +1,7 @@
 """ottoweb_client against the OpenAPI document: any drift between the two fails here.
 
 Checked: every client method's operation exists with the same request and answer components and
-query parameters; every sessions, lessons and scoped-memory operation has a client method; every
+query parameters; every sessions, lessons, scoped-memory and runs operation has a client method; every
 answer TypedDict has exactly its component's fields, required where the component requires them; and
 every method's arguments are exactly its operation's body fields or query parameters.
 """
@@ -20,7 +20,10 @@ from ottoweb.api import api
 from tests.live import ROOT
 
 PREFIX = "/api/v1"
-COVERED_TAGS = {"sessions", "lessons", "scoped memory"}
+COVERED_TAGS = {"sessions", "lessons", "scoped memory", "runs"}
+# Served under a covered tag, with no client method: the caller's learned window limits (the
+# dashboard's Account page lists and clears them), and fitting, not yet in the client.
+UNCOVERED = {("GET", "/models/learned"), ("DELETE", "/models/learned"), ("POST", "/runs/fit")}
 # A method argument the API spells otherwise; path arguments are not body or query fields.
 SPELLING = {"app_name": "appName", "conversation_id": "conversationId"}
 PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id", "position"}
@@ -59,7 +62,7 @@ def test_client_operations_exist_with_the_same_components_and_query(schema):
         assert op.query == query, name
 
 
-def test_every_memory_lessons_and_notes_operation_has_a_client_method(schema):
+def test_every_memory_lessons_notes_and_runs_operation_has_a_client_method(schema):
     served = {
         (method.upper(), path.removeprefix(PREFIX))
         for path, methods in schema["paths"].items()
@@ -67,7 +70,8 @@ def test_every_memory_lessons_and_notes_operation_has_a_client_method(schema):
         if COVERED_TAGS & set(found.get("tags", []))
     }
 
-    assert served == {(op.method, op.path) for op in OPERATIONS.values()}
+    assert UNCOVERED <= served
+    assert served - UNCOVERED == {(op.method, op.path) for op in OPERATIONS.values()}
 
 
 def answer_types() -> list[str]:

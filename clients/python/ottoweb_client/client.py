@@ -1,4 +1,5 @@
-"""A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs.
+"""A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs,
+model windows.
 
 Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`,
 and so does every failure to get an answer: "unreachable" (no connection: nothing was done),
@@ -45,6 +46,7 @@ from .types import (
     StoredRecordOut,
     Turn,
     TurnOut,
+    WindowsOut,
 )
 
 # The package's version (pyproject.toml's), sent as the User-Agent `ottoweb-client/<version>`.
@@ -93,6 +95,7 @@ OPERATIONS: dict[str, Operation] = {
     "list_scopes": Operation("GET", "/memory/scopes", None, "ScopeListOut"),
     "get_note": Operation("GET", "/memory/notes/{note_id}", None, "StoredNoteOut"),
     "delete_note": Operation("DELETE", "/memory/notes/{note_id}"),
+    "model_windows": Operation("GET", "/models/windows", None, "WindowsOut", ("model",)),
 }
 
 
@@ -402,3 +405,10 @@ class Ottoweb:
 
     def delete_note(self, note_id: int) -> None:
         self._call("delete_note", note_id=note_id)
+
+    # --- in-run compaction ----------------------------------------------------------------------
+
+    def model_windows(self, *, model: str | None = None) -> WindowsOut:
+        """Every model's context window and where it comes from (`table`, `learned` from one of your
+        runs' overflow errors, or `default`); with `model` ("vendor:model"), that model's alone."""
+        return cast(WindowsOut, self._call("model_windows", query={"model": model}))

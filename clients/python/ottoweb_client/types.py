@@ -12,6 +12,9 @@ from typing import Any, Literal, NotRequired, TypedDict
 Kind = Literal["history", "context"]
 Match = Literal["semantic", "keyword"]
 Mode = Literal["app", "conversation"]
+# Where a model's window comes from: the bundled (or fetched) table, a limit one of the caller's
+# runs learned from an overflow error, or the default for a model the table lacks.
+WindowSource = Literal["table", "learned", "default"]
 # The server's recall ranking rules (memory/engine/ranking.py), for `recall(rules_off=…)`.
 RuleName = Literal[
     "feedback",
@@ -253,6 +256,16 @@ class DeletedScopeOut(TypedDict):
     mode: Mode
     projectKey: str  # noqa: N815
     deleted: int
+
+
+class WindowOut(TypedDict):
+    model: str
+    window: int
+    source: WindowSource
+
+
+class WindowsOut(TypedDict):
+    items: list[WindowOut]
 
 
 class Turn(TypedDict):
