@@ -1,9 +1,16 @@
-"""ottoweb_client's in-run compaction against a live production server: the model windows."""
+"""ottoweb_client's in-run compaction against a live production server: fitting a run, and the model
+windows."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 from ottoweb_client import Ottoweb, OttowebError
+from ottoweb_client.types import ContextLengthError
+
+from memory.engine.inrun import transcript_tokens
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the client, not the database, is tested
 
@@ -11,6 +18,67 @@ pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the client, not the 
 @pytest.fixture(scope="module")
 def client(server) -> Ottoweb:
     return Ottoweb(server.url, server.token)
+
+
+def read_steps(count: int, lines: int) -> list[dict[str, Any]]:
+    """A coding run of `count` file reads, each answered with `lines` lines of the file; the first
+    file says why the test fails."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a careful coding agent."},
+        {"role": "user", "content": "Fix the flaky login test."},
+    ]
+    for n in range(count):
+        path = f"src/module_{n}.py"
+        found = "The session cookie expires at 09:00, before the login test runs. " if n == 0 else ""
+        call = {"name": "read_file", "arguments": json.dumps({"path": path})}
+        body = "".join(
+            f"{path}:{line}: def check_{line}(token): return token in cache\n" for line in range(lines)
+        )
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": f"c{n}", "type": "function", "function": call}],
+            },
+            {"role": "tool", "tool_call_id": f"c{n}", "content": found + body},
+        ]
+    return messages
+
+
+def test_fit_run_brings_an_over_long_run_within_its_budget_and_stores_what_it_took_out(client):
+    client.create_session("login-fix")
+    messages = read_steps(30, 20)
+
+    fitted = client.fit_run(session="login-fix", model="openai:gpt-4", messages=messages)
+    found = client.recall("login-fix", "session cookie expires", kind="context", match="keyword")
+
+    assert fitted["stages"] == ["CheckThreshold", "ToolHistory"]
+    assert (fitted["window"], fitted["budget"], fitted["window_source"]) == (8192, 6553, "table")
+    assert transcript_tokens(messages) > 6553 >= transcript_tokens(fitted["messages"])
+    assert fitted["messages"][:2] == messages[:2]  # the seed
+    assert fitted["messages"][-2:] == messages[-2:]  # the latest step
+    assert fitted["evicted"] == fitted["stored"] > 0
+    hits = [t["text"] for p in found["results"]["context"] for t in p["turns"] if t["hit"]]
+    assert "The session cookie expires at 09:00" in hits[0]
+
+
+def test_fit_run_after_a_context_length_error_trims_the_run_and_learns_the_limit(server):
+    client = Ottoweb(server.url, server.manage("create_token", "erin").strip())  # her own limits
+    messages = read_steps(40, 12)
+    error: ContextLengthError = {
+        "kind": "context_length",
+        "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+        "9100 tokens.",
+    }
+
+    fitted = client.fit_run(model="openai:gpt-4o", messages=messages, error=error)
+    learned = client.model_windows(model="openai:gpt-4o")
+
+    assert fitted["stages"] == ["TrimRatio", "TrimFallback"]
+    assert (fitted["window"], fitted["window_source"], fitted["learned"]) == (8192, "learned", 8192)
+    assert fitted["tokens"] <= fitted["budget"] == 6553
+    assert len(fitted["messages"]) < len(messages)
+    assert learned == {"items": [{"model": "openai:gpt-4o", "window": 8192, "source": "learned"}]}
 
 
 def test_model_windows_lists_the_table_and_answers_one_model(client):
@@ -22,9 +90,17 @@ def test_model_windows_lists_the_table_and_answers_one_model(client):
     assert one == {"items": [{"model": "acme:thing-1", "window": 128000, "source": "default"}]}
 
 
-def test_model_windows_of_a_model_without_a_vendor_is_refused_with_the_server_s_reason(client):
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda client: client.fit_run(model="gpt-4o", messages=[{"role": "user", "content": "Fix it."}]),
+        lambda client: client.model_windows(model="gpt-4o"),
+    ],
+    ids=["fit_run", "model_windows"],
+)
+def test_a_model_without_a_vendor_is_refused_with_the_server_s_reason(client, call):
     with pytest.raises(OttowebError) as raised:
-        client.model_windows(model="gpt-4o")
+        call(client)
 
     refused = raised.value
     assert (refused.code, refused.status, refused.field) == ("invalid", 422, "model")

@@ -22,8 +22,8 @@ from tests.live import ROOT
 PREFIX = "/api/v1"
 COVERED_TAGS = {"sessions", "lessons", "scoped memory", "runs"}
 # Served under a covered tag, with no client method: the caller's learned window limits (the
-# dashboard's Account page lists and clears them), and fitting, not yet in the client.
-UNCOVERED = {("GET", "/models/learned"), ("DELETE", "/models/learned"), ("POST", "/runs/fit")}
+# dashboard's Account page lists and clears them).
+UNCOVERED = {("GET", "/models/learned"), ("DELETE", "/models/learned")}
 # A method argument the API spells otherwise; path arguments are not body or query fields.
 SPELLING = {"app_name": "appName", "conversation_id": "conversationId"}
 PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id", "position"}
@@ -105,6 +105,17 @@ def test_every_answer_typeddict_has_exactly_its_components_fields(schema):
 
         assert set(hints) == set(component.get("properties", {})), name
         assert set(typed.__required_keys__) == set(component.get("required", [])), name
+
+
+def test_fit_run_s_error_typeddict_has_exactly_the_request_s_error_fields(schema):
+    component = schema["components"]["schemas"]["ContextLengthErrorIn"]
+    typed = types.ContextLengthError
+
+    assert set(typing.get_type_hints(typed)) == set(component["properties"])
+    assert set(typed.__required_keys__) == set(component["required"])
+    assert typing.get_args(typing.get_type_hints(typed)["kind"]) == (
+        component["properties"]["kind"]["const"],
+    )
 
 
 def test_every_method_takes_exactly_its_operations_fields(schema):

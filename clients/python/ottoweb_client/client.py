@@ -1,5 +1,5 @@
 """A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs,
-model windows.
+in-run compaction and model windows.
 
 Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`,
 and so does every failure to get an answer: "unreachable" (no connection: nothing was done),
@@ -15,18 +15,22 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, cast
 
 from .errors import OttowebError as OttowebError  # re-exported: the adapters' and users' import
 from .errors import OttowebInputError as OttowebInputError
 from .errors import excerpt, moment, refusal, said, session_id
+from .operations import OPERATIONS as OPERATIONS  # re-exported: the package's and the drift test's
+from .operations import Operation as Operation
 from .types import (
     AppendOut,
     BatchOut,
+    ContextLengthError,
     ContextOut,
     DeletedScopeOut,
+    FitOut,
     JobOut,
     NoteListOut,
     NotStoredOut,
@@ -51,52 +55,6 @@ from .types import (
 
 # The package's version (pyproject.toml's), sent as the User-Agent `ottoweb-client/<version>`.
 __version__ = "0.1.0"
-
-
-class Operation(NamedTuple):
-    """One API operation a client method calls: its request and answer are OpenAPI components."""
-
-    method: str
-    path: str
-    body: str | None = None
-    answer: str | None = None
-    query: tuple[str, ...] = ()
-
-
-SCOPE = ("appName", "domain", "conversationId")
-# Each method's operation; tests/client/test_schema_drift.py holds it against /api/v1/openapi.json.
-OPERATIONS: dict[str, Operation] = {
-    "create_session": Operation("POST", "/sessions", "SessionIn", "SessionOut"),
-    "list_sessions": Operation("GET", "/sessions", None, "SessionListOut", ("q", "limit", "offset")),
-    "get_session": Operation("GET", "/sessions/{sid}", None, "SessionDetailOut"),
-    "delete_session": Operation("DELETE", "/sessions/{sid}"),
-    "import_session": Operation("POST", "/sessions/import", None, "SessionOut", ("id",)),
-    "export_session": Operation("GET", "/sessions/{sid}/export"),
-    "append": Operation("POST", "/sessions/{sid}/items", "ItemIn", "AppendOut"),
-    "append_batch": Operation("POST", "/sessions/{sid}/items/batch", "BatchIn", "BatchOut"),
-    "pin": Operation("POST", "/sessions/{sid}/items/{position}/pin", "PinIn", "TurnOut"),
-    "pop": Operation("POST", "/sessions/{sid}/items/pop", None, "PoppedOut"),
-    "context": Operation("GET", "/sessions/{sid}/context", None, "ContextOut", ("kind",)),
-    "recall": Operation("POST", "/sessions/{sid}/recall", "RecallIn", "RecallOut"),
-    "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
-    "reembed": Operation("POST", "/sessions/{sid}/reembed", "ReembedIn", "JobRef"),
-    "get_job": Operation("GET", "/jobs/{job_id}", None, "JobOut"),
-    "record_error": Operation("POST", "/lessons/errors", "ErrorIn", "StoredRecordOut"),
-    "list_errors": Operation(
-        "GET", "/lessons/errors", None, "RecordListOut", ("tool", "q", "match", "limit", "offset")
-    ),
-    "update_error": Operation("PATCH", "/lessons/errors/{record_id}", "ActionIn", "RecordOut"),
-    "delete_error": Operation("DELETE", "/lessons/errors/{record_id}"),
-    "related_errors": Operation("POST", "/lessons/related", "RelatedIn", "RelatedOut"),
-    "remember": Operation("POST", "/memory/remember", "RememberIn", "RememberOut"),
-    "recall_notes": Operation("POST", "/memory/recall", "ScopedRecallIn", "ScopedRecallOut"),
-    "list_notes": Operation("GET", "/memory/notes", None, "NoteListOut", (*SCOPE, "limit", "offset")),
-    "delete_scope": Operation("DELETE", "/memory/notes", None, "DeletedScopeOut", SCOPE),
-    "list_scopes": Operation("GET", "/memory/scopes", None, "ScopeListOut"),
-    "get_note": Operation("GET", "/memory/notes/{note_id}", None, "StoredNoteOut"),
-    "delete_note": Operation("DELETE", "/memory/notes/{note_id}"),
-    "model_windows": Operation("GET", "/models/windows", None, "WindowsOut", ("model",)),
-}
 
 
 def _given(**values: Any) -> dict[str, Any]:
@@ -407,6 +365,38 @@ class Ottoweb:
         self._call("delete_note", note_id=note_id)
 
     # --- in-run compaction ----------------------------------------------------------------------
+
+    def fit_run(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        session: str | None = None,
+        last_input_tokens: int | None = None,
+        error: ContextLengthError | None = None,
+        previous_model: str | None = None,
+        related_errors: bool | None = None,
+    ) -> FitOut:
+        """The run's transcript (OpenAI chat messages), fitted to `model`'s window ("vendor:model") by
+        the server's compaction stages: send the model `answer["messages"]`, before each call.
+
+        `last_input_tokens`: the prompt size the provider reported for the last call. `error`: the
+        provider refused the last send as too long (`{"kind": "context_length", "message": its
+        words}`, `"limit"` when known); the limit is learned. `previous_model`: the model of the last
+        call, when it changed. With `session`, every message rewritten or dropped is stored in its
+        context tier (recall with `kind="context"`). `related_errors=False`: no recorded fixes for a
+        failed last tool result. A transcript the provider would refuse is OttowebError `invalid`
+        naming the field."""
+        body = _given(
+            session=session,
+            model=model,
+            messages=list(messages),
+            last_input_tokens=last_input_tokens,
+            error=error,
+            previous_model=previous_model,
+            related_errors=related_errors,
+        )
+        return cast(FitOut, self._call("fit_run", body))
 
     def model_windows(self, *, model: str | None = None) -> WindowsOut:
         """Every model's context window and where it comes from (`table`, `learned` from one of your

@@ -258,6 +258,25 @@ class DeletedScopeOut(TypedDict):
     deleted: int
 
 
+class FitOut(TypedDict):
+    """A fitted transcript: `messages` to send the model, the `stages` applied (in order), and the
+    window and budget (80 % of it) they were fitted to."""
+
+    messages: list[dict[str, Any]]
+    stages: list[str]
+    window: int
+    budget: int
+    summary: str | None
+    tokens: int
+    over_budget: bool
+    window_source: WindowSource
+    learned: int | None
+    evicted: int
+    stored: int
+    job_id: str | None
+    related_errors: list[RecordOut] | None
+
+
 class WindowOut(TypedDict):
     model: str
     window: int
@@ -279,3 +298,12 @@ class Turn(TypedDict):
     occurred_at: NotRequired[str | datetime | None]  # a datetime must have a UTC offset
     meta: NotRequired[dict[str, Any] | None]
     pinned: NotRequired[bool]
+
+
+class ContextLengthError(TypedDict):
+    """The provider refused the last send as too long (the API's ContextLengthErrorIn): its words in
+    `message`, and its `limit` in tokens when the agent knows it (1,024 to 100,000,000)."""
+
+    kind: Literal["context_length"]
+    message: NotRequired[str]
+    limit: NotRequired[int | None]
