@@ -18,7 +18,7 @@ import pytest
 from ottoweb_client import Ottoweb
 
 from tests.live import ROOT, Instance
-from tests.stubs import StubServer
+from tests.stubs import Handler, StubServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.sqlite_pass]  # the examples, not the database, are tested
 
@@ -193,6 +193,62 @@ def test_the_adk_example_remembers_the_first_session_and_finds_it(fresh_server, 
     assert "user My sister Ana moved to Lisbon in May." in out
 
 
+# What OpenAI answers a send past the model's window (HTTP 400).
+TOO_LONG = {
+    "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in "
+    "9100 tokens.",
+    "type": "invalid_request_error",
+    "code": "context_length_exceeded",
+}
+
+
+def chat_stub() -> Handler:
+    """OpenAI's chat completions: the first send refused as too long, then a call of read_file, then
+    an answer quoting what the tool read."""
+    sends: list[dict] = []
+
+    def handle(path: str, body: dict) -> tuple[int, dict]:
+        assert path == "/v1/chat/completions", path
+        sends.append(body)
+        if len(sends) == 1:
+            return 400, {"error": TOO_LONG}
+        read = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+        call = {"name": "read_file", "arguments": json.dumps({"path": "tests/test_login.py"})}
+        message = (
+            {"role": "assistant", "content": f"It reads: {read[-1]}"}
+            if read
+            else {"role": "assistant", "tool_calls": [{"id": "call_1", "type": "function", "function": call}]}
+        )
+        return 200, {
+            "id": f"chatcmpl-{len(sends)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body["model"],
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop" if read else "tool_calls"}],
+            "usage": {"prompt_tokens": 40, "completion_tokens": 10, "total_tokens": 50},
+        }
+
+    return handle
+
+
+def test_the_runs_agent_loop_fits_before_each_call_and_learns_the_limit_it_was_refused_for(
+    fresh_server, tmp_path
+):
+    (code,) = examples("docs/runs.md")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_login.py").write_text("assert login(cookie='expired') == 200\n")
+
+    with StubServer(chat_stub()) as stub:
+        out = run_example(
+            code, fresh_server, tmp_path, OPENAI_BASE_URL=stub.url + "/v1", OPENAI_API_KEY="sk-stub"
+        )
+
+    assert out == "It reads: assert login(cookie='expired') == 200\n\n"
+    assert len(stub.requests) == 3  # refused, then the call of read_file, then the answer
+    learned = Ottoweb(fresh_server.url, fresh_server.token).model_windows(model="openai:gpt-4o")
+    assert learned["items"] == [{"model": "openai:gpt-4o", "window": 8192, "source": "learned"}]
+
+
 def test_every_python_example_of_the_docs_is_one_of_those_run_here():
     documents = [ROOT / "README.md", ROOT / "clients/python/README.md", *sorted((ROOT / "docs").glob("*.md"))]
     shown = {str(d.relative_to(ROOT)): len(examples(str(d.relative_to(ROOT)))) for d in documents}
@@ -203,6 +259,7 @@ def test_every_python_example_of_the_docs_is_one_of_those_run_here():
         "clients/python/README.md": 1,
         "docs/integrations.md": 3,
         "docs/mcp.md": 1,
+        "docs/runs.md": 1,
     }
 
 
