@@ -1,9 +1,10 @@
-"""ottoweb_client's in-run compaction against a live production server: fitting a run, and the model
-windows."""
+"""ottoweb_client's in-run compaction against a live production server: fitting a run, the model
+windows, and the limits a run's overflow errors taught."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -90,13 +91,59 @@ def test_model_windows_lists_the_table_and_answers_one_model(client):
     assert one == {"items": [{"model": "acme:thing-1", "window": 128000, "source": "default"}]}
 
 
+def overflow(limit: int) -> ContextLengthError:
+    return {
+        "kind": "context_length",
+        "message": f"This model's maximum context length is {limit} tokens. However, your messages "
+        f"resulted in {limit + 900} tokens.",
+    }
+
+
+def test_learned_limits_lists_what_a_refusal_taught_and_clearing_one_gives_back_the_table_s(server):
+    client = Ottoweb(server.url, server.manage("create_token", "frank").strip())  # his own limits
+    messages = read_steps(40, 12)
+    before = client.learned_limits()
+    taught = datetime.now(UTC)
+    client.fit_run(model="openai:gpt-4o", messages=messages, error=overflow(8192))
+    client.fit_run(model="acme:thing-1", messages=messages, error=overflow(16384))
+
+    listed = client.learned_limits()
+    client.clear_learned_limit(model="OpenAI:GPT-4o")  # names are case-insensitive
+    kept = client.learned_limits()
+    gpt_4o = client.model_windows(model="openai:gpt-4o")
+    client.clear_learned_limit(model="acme:thing-1")
+    thing_1 = client.model_windows(model="acme:thing-1")
+
+    assert before == {"items": []}
+    assert [(i["model"], i["window"]) for i in listed["items"]] == [
+        ("acme:thing-1", 16384),
+        ("openai:gpt-4o", 8192),
+    ]
+    for item in listed["items"]:  # ISO 8601 with its offset, as the answer's other times are
+        assert abs(datetime.fromisoformat(item["updated_at"]) - taught) < timedelta(minutes=1)
+    assert kept == {"items": [listed["items"][0]]}
+    assert gpt_4o == {"items": [{"model": "openai:gpt-4o", "window": 128000, "source": "table"}]}
+    assert thing_1 == {"items": [{"model": "acme:thing-1", "window": 128000, "source": "default"}]}
+    assert client.learned_limits() == {"items": []}
+
+
+def test_clearing_a_limit_nobody_taught_is_not_found_in_the_server_s_words(client):
+    with pytest.raises(OttowebError) as raised:
+        client.clear_learned_limit(model="openai:gpt-4")
+
+    refused = raised.value
+    assert (refused.code, refused.status, refused.field) == ("not_found", 404, "model")
+    assert refused.detail == "no learned limit for openai:gpt-4"
+
+
 @pytest.mark.parametrize(
     "call",
     [
         lambda client: client.fit_run(model="gpt-4o", messages=[{"role": "user", "content": "Fix it."}]),
         lambda client: client.model_windows(model="gpt-4o"),
+        lambda client: client.clear_learned_limit(model="gpt-4o"),
     ],
-    ids=["fit_run", "model_windows"],
+    ids=["fit_run", "model_windows", "clear_learned_limit"],
 )
 def test_a_model_without_a_vendor_is_refused_with_the_server_s_reason(client, call):
     with pytest.raises(OttowebError) as raised:

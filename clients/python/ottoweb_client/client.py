@@ -32,6 +32,7 @@ from .types import (
     DeletedScopeOut,
     FitOut,
     JobOut,
+    LearnedListOut,
     NoteListOut,
     NotStoredOut,
     PoppedOut,
@@ -402,3 +403,13 @@ class Ottoweb:
         """Every model's context window and where it comes from (`table`, `learned` from one of your
         runs' overflow errors, or `default`); with `model` ("vendor:model"), that model's alone."""
         return cast(WindowsOut, self._call("model_windows", query={"model": model}))
+
+    def learned_limits(self) -> LearnedListOut:
+        """The windows your runs have learned from a provider's overflow error (`fit_run(error=…)`),
+        by model, each with when it was last lowered; nobody else's."""
+        return cast(LearnedListOut, self._call("learned_limits"))
+
+    def clear_learned_limit(self, *, model: str) -> None:
+        """Forget the limit your runs learned for `model` ("vendor:model"): the table's window (or the
+        default) applies to them again. None learned for it: OttowebError `not_found`."""
+        self._call("clear_learned_limit", query={"model": model})

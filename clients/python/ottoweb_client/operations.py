@@ -50,4 +50,6 @@ OPERATIONS: dict[str, Operation] = {
     "delete_note": Operation("DELETE", "/memory/notes/{note_id}"),
     "fit_run": Operation("POST", "/runs/fit", "FitIn", "FitOut"),
     "model_windows": Operation("GET", "/models/windows", None, "WindowsOut", ("model",)),
+    "learned_limits": Operation("GET", "/models/learned", None, "LearnedListOut"),
+    "clear_learned_limit": Operation("DELETE", "/models/learned", None, None, ("model",)),
 }

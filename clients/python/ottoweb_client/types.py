@@ -287,6 +287,18 @@ class WindowsOut(TypedDict):
     items: list[WindowOut]
 
 
+class LearnedOut(TypedDict):
+    """A window one of the caller's runs learned from a provider's overflow error, and when."""
+
+    model: str
+    window: int
+    updated_at: str
+
+
+class LearnedListOut(TypedDict):
+    items: list[LearnedOut]
+
+
 class Turn(TypedDict):
     """One item to append (the API's ItemIn): role and text, the rest optional."""
 
