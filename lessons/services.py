@@ -42,6 +42,11 @@ EMBED_CHARS = 2_000
 # 0.49-0.85 in our probe, unrelated failures of the same tool a median of 0.32 (95th percentile 0.48;
 # docs/lessons-and-notes.md).
 MIN_SIMILARITY = 0.40
+# A search a person types ("disk", "port taken") is a word or two, whose cosine to the sentence it
+# means was 0.21-0.54 in our probe (0.27 for "disk" against "No space left on device"): the list
+# search also lists the closest record from SEARCH_BEST_FROM. Searches that nothing recorded answers
+# scored up to 0.29, so such a search may list that one record (docs/lessons-and-notes.md).
+SEARCH_BEST_FROM = 0.20
 # Without vectors, a record is related to a new failure when half its words are the record's (error
 # words count 1, action/context words 0.5) or one error message contains the other.
 RELATED_MIN_KEYWORD = 0.5
@@ -142,7 +147,7 @@ def _rank(
     query: str,
     vector_text: str,
     match: MatchMode,
-    with_keyword: bool,
+    searched: bool,
     least_keyword: float,
 ) -> Ranked:
     """Order `rows` best first and drop the unrelated.
@@ -150,8 +155,9 @@ def _rank(
     Semantic: a record with a vector of the database's current model scores its cosine and counts
     from MIN_SIMILARITY; a record without one (written while no model was available, or by an
     earlier model) scores by keyword, capped at 1 so a quoted message ranks like an identical one.
-    `with_keyword` also lets a vectored record below MIN_SIMILARITY in on its keyword score.
-    Keyword, or semantic with no model available: keyword score at least `least_keyword`.
+    `searched` (a person's search, not a lookup) also lets in, at their cosines, the vectored records
+    whose keywords match and the closest one from SEARCH_BEST_FROM. Keyword, or semantic with no
+    model available: keyword score at least `least_keyword`.
     """
     if not rows:
         return Ranked([], match)
@@ -167,7 +173,8 @@ def _rank(
         word_score=lambda r: keyword_score(r, query),
         least_cosine=MIN_SIMILARITY,
         least_words=least_keyword,
-        words_below_cosine=with_keyword,
+        words_below_cosine=searched,
+        best_from=SEARCH_BEST_FROM if searched else None,
     )
     found = [r for _, r in scored]
     if vector is None:
@@ -238,17 +245,18 @@ def get_live_error(*, user: User, record_id: int) -> ErrorRecord:
 def search_errors(*, user: User, tool: str = "", query: str = "", match: MatchMode = "semantic") -> Ranked:
     """The user's live records (of `tool`, if given): newest first, or ranked by `query`.
 
-    Listing is not a hit: no TTL restarts. Semantic search also lists keyword matches, scored
-    alongside the records that match by meaning.
+    Listing is not a hit: no TTL restarts. Semantic search ranks by meaning and lists every keyword
+    match too, and the closest record even when a short query is far from every record by meaning.
     """
     rows: ErrorRecordQuerySet = ErrorRecord.objects.for_user(user).live().of_tool(tool.strip())
     # The newest OTTO_LESSONS_SEARCH_LIMIT records: a search reads and scores each one.
     rows = rows.order_by("-updated_at", "-id")[: settings.OTTO_LESSONS_SEARCH_LIMIT]
     if is_blank(query):
         return Ranked(list(rows), match)
-    vector_text = _embedding_text(tool.strip(), query.strip()) if tool.strip() else query.strip()
+    # The query alone, also with a tool filter: every record it reads shares the "tool: " its vector
+    # was made of, and prefixed the query scored every one of them (unrelated ones from 0.40 too).
     return _rank(
-        list(rows), query=query, vector_text=vector_text, match=match, with_keyword=True, least_keyword=0.0
+        list(rows), query=query, vector_text=query.strip(), match=match, searched=True, least_keyword=0.0
     )
 
 
@@ -274,7 +282,7 @@ def find_related_errors(
         query=error,
         vector_text=_embedding_text(tool, error),
         match=match,
-        with_keyword=False,
+        searched=False,
         least_keyword=RELATED_MIN_KEYWORD,
     )
     ids = [r.pk for r in ranked.records[:limit]]

@@ -56,31 +56,38 @@ def rank(
     least_words: float,
     exact: Callable[[R], bool] | None = None,
     words_below_cosine: bool = False,
+    best_from: float | None = None,
 ) -> list[tuple[float, R]]:
     """(score, record) best first, the unrelated left out.
 
     Without a query vector every record is scored by `word_score` and kept from `least_words` (and
     above 0). With one, a record whose `vector_of` is not None scores its cosine and is kept from
     `least_cosine`; `exact(record)` scores 1 whatever the cosine (a query equal to a note's key).
-    Any other record is scored by words, capped at 1 so that it never outranks a perfect cosine;
-    `words_below_cosine` also lets a vectored record under `least_cosine` in on its word score.
+    Any other record is scored by words, capped at 1 so that it never outranks a perfect cosine.
+
+    A search a person types wants more than a lookup (docs/lessons-and-notes.md, "Searching the
+    list"): `words_below_cosine` also lets a vectored record under `least_cosine` in when its words
+    match, at its cosine (meaning still ranks it); `best_from` lets the closest vectored record in
+    from that cosine even under `least_cosine` (a one-word query is far from any sentence, its
+    answer included).
     """
     if query_vector is None:
         return best_first((s, r) for r in records if (s := word_score(r)) > 0 and s >= least_words)
     scored: list[tuple[float, R]] = []
-    by_words: list[R] = []
     vectored = [(r, v) for r in records if (v := vector_of(r)) is not None]
     if vectored:
         cosines = np.stack([v for _, v in vectored]) @ query_vector
-        for (record, _), cosine in zip(vectored, cosines, strict=True):
+        closest = int(np.argmax(cosines))
+        for index, ((record, _), cosine) in enumerate(zip(vectored, cosines, strict=True)):
             score = 1.0 if exact is not None and exact(record) else float(cosine)
-            if score >= least_cosine:
+            if (
+                score >= least_cosine
+                or (best_from is not None and index == closest and score >= best_from)
+                or (words_below_cosine and 0 < (matched := word_score(record)) and matched >= least_words)
+            ):
                 scored.append((score, record))
-            elif words_below_cosine:
-                by_words.append(record)
     with_vector = {id(r) for r, _ in vectored}
-    by_words += [r for r in records if id(r) not in with_vector]
-    for record in by_words:
+    for record in (r for r in records if id(r) not in with_vector):
         score = word_score(record)
         if score > 0 and score >= least_words:
             scored.append((min(score, 1.0), record))

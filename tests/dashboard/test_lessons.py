@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import time_machine
 
+from lessons import services
 from lessons.models import ErrorRecord
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +53,20 @@ def test_lessons_search_by_tool_and_words(alice_web, alice):
         ).content.decode()
 
     assert ("git init" in html, "rm -rf build/" in html) == (True, False)
+    assert "1 live lesson, best match first" in html
+
+
+def test_lessons_search_for_one_word_finds_the_fix_it_means(alice_web, alice):
+    # "disk" shares no word with the error and is 0.27 from it by meaning: "No live lesson matches."
+    for tool, error, action in [
+        ("bash", "No space left on device", "docker system prune -af"),
+        ("git", "CONFLICT (content): Merge conflict in src/app.py", "resolve the markers, git add, commit"),
+    ]:
+        services.record_error(user=alice, tool=tool, error=error, action=action, outcome="resolved")
+
+    html = alice_web.get("/lessons/", {"q": "disk"}).content.decode()
+
+    assert ("docker system prune -af" in html, "git add" in html) == (True, False)
     assert "1 live lesson, best match first" in html
 
 

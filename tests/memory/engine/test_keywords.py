@@ -73,14 +73,28 @@ def test_a_vectored_record_scores_its_cosine_and_one_without_a_vector_its_capped
     assert [(round(s, 2), r.pk) for s, r in ranked] == [(1.0, 3), (0.8, 1)]
 
 
-def test_words_below_cosine_lets_a_weak_vectored_record_in_on_its_words():
+def test_words_below_cosine_lets_a_weak_vectored_record_in_on_its_words_at_its_cosine():
     query = np.array([1.0, 0.0], dtype=np.float32)
     far = Row(2, "disk full", vector=(0.0, 1.0))
+    weak = Row(1, "disk full", vector=(0.3, 0.954))  # its words as far's, its meaning nearer
     kwargs = dict(query_vector=query, vector_of=vec, word_score=lambda r: share(r, "disk full"))
-    assert rank([far], least_cosine=0.5, least_words=0.5, **kwargs) == []
-    assert [
-        r.pk for _, r in rank([far], least_cosine=0.5, least_words=0.5, words_below_cosine=True, **kwargs)
-    ] == [2]
+    assert rank([far, weak], least_cosine=0.5, least_words=0.5, **kwargs) == []
+    # Ranked by meaning, not both at the word score they share (then the higher id first).
+    ranked = rank([far, weak], least_cosine=0.5, least_words=0.5, words_below_cosine=True, **kwargs)
+    assert [(round(s, 2), r.pk) for s, r in ranked] == [(0.3, 1), (0.0, 2)]
+
+
+def test_best_from_lets_only_the_closest_vectored_record_in_under_the_cosine_threshold():
+    query = np.array([1.0, 0.0], dtype=np.float32)
+    closest, next_one = Row(1, "a", vector=(0.3, 0.954)), Row(2, "b", vector=(0.25, 0.968))
+    plain = Row(3, "c")  # no vector and none of the words: only words could let it in
+    kwargs = dict(
+        query_vector=query, vector_of=vec, word_score=lambda r: 0.0, least_cosine=0.4, least_words=0.0
+    )
+    assert rank([next_one, closest, plain], **kwargs) == []
+    ranked = rank([next_one, closest, plain], best_from=0.2, **kwargs)
+    assert [(round(s, 2), r.pk) for s, r in ranked] == [(0.3, 1)]
+    assert rank([next_one, closest], best_from=0.35, **kwargs) == []
 
 
 def test_an_exact_record_scores_one_whatever_its_cosine():
