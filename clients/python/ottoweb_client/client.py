@@ -1,5 +1,5 @@
 """A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs,
-in-run compaction and model windows.
+in-run compaction, model windows and the limits learned from refusals.
 
 Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`,
 and so does every failure to get an answer: "unreachable" (no connection: nothing was done),
