@@ -110,7 +110,9 @@ class RecallArguments(ToolArguments):
 
 
 class ListSessionsArguments(ToolArguments):
-    q: str = Field("", max_length=200, description="text in the id, title or workspace (any case); empty: all")
+    q: str = Field(
+        "", max_length=200, description="text in the id, title or workspace (any case); empty: all"
+    )
     limit: int = Field(20, ge=1, le=500)
     offset: int = Field(0, ge=0, le=1_000_000_000, description="sessions to skip: the next page of count")
 
