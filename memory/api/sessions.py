@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from django.conf import settings
 from django.http import HttpResponse
 from ninja import Query, Router, Status
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from accounts.models import AuditEntry
 from ottoweb import parsing
@@ -29,7 +30,6 @@ from .schemas import (
     ItemIn,
     JobOut,
     JobRef,
-    KindName,
     MemoryActionIn,
     PinIn,
     PoppedOut,
@@ -182,8 +182,15 @@ def pop_turn(request: ApiRequest, sid: str):
 
 
 @router.get("/sessions/{sid}/context", response={200: ContextOut, **ERRORS})
-def get_context(request: ApiRequest, sid: str, kind: KindName = "history"):
+def get_context(
+    request: ApiRequest,
+    sid: str,
+    # The one kind a view is of; documented as such (an enum of one), refused below with why.
+    kind: Annotated[str, WithJsonSchema({"type": "string", "enum": ["history"]})] = "history",
+):
     session = get_session(request, sid)
+    if kind != "history" and kind != "context":
+        raise Invalid(f"kind must be history, not {kind!r}", field="kind")
     if kind == "context":
         # A context item is archived as it is appended (engine/queue.py) and never enters a view:
         # a view of them would always be empty, as if the session held no tool output.

@@ -182,6 +182,18 @@ def test_the_view_of_kind_context_is_refused_saying_where_tool_output_is_found(a
     found = alice_api.post("/api/v1/sessions/s/recall", {"query": "ERR_QUOTA_7731", "kind": "context"}).json()
     assert [t["text"] for p in found["results"]["context"] for t in p["turns"]] == [tool["text"]]
     assert alice_api.get("/api/v1/sessions/nope/context?kind=context").status_code == 404
+    other = alice_api.get("/api/v1/sessions/s/context?kind=tools")
+    assert (other.status_code, other.json()["field"]) == (422, "kind"), other.content
+    assert other.json()["detail"] == "kind must be history, not 'tools'"
+
+
+def test_the_api_document_offers_only_the_history_view():
+    # It listed history and context, and a view of context is refused (above).
+    from ottoweb.api import api
+
+    operation = api.get_openapi_schema()["paths"]["/api/v1/sessions/{sid}/context"]["get"]
+    kind = next(p for p in operation["parameters"] if p["name"] == "kind")
+    assert (kind["schema"]["enum"], kind["schema"]["default"]) == (["history"], "history")
 
 
 def test_delete_removes_everything_of_the_session(alice_api):
