@@ -5,7 +5,9 @@ Format and quirks: docs/evaluation.md, "The data". Category numbers: 1 multi-hop
 sessions (worksessions.py) add 6 paraphrase, 7 first-person and 8 decision, and a turn of theirs may
 carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay is unchanged); the
 corrections set (corrections.py) adds 9 correction (a fact's current value, after a later correction)
-and 10 unchanged (a fact confirmed, not changed).
+and 10 unchanged (a fact confirmed, not changed); the team channel set (team_channel.py), where
+several people share one agent, adds 11 who (the answer is a person: who offered, who volunteered)
+and 12 attributed (what one named person asked for, while others asked for similar things).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ CATEGORIES = {
     8: "decision",
     9: "correction",
     10: "unchanged",
+    11: "who",
+    12: "attributed",
 }
 # LoCoMo's: always in a report; the others only when some question is of them.
 LOCOMO_CATEGORIES = (1, 2, 3, 4)
