@@ -376,8 +376,9 @@ def single(rng: random.Random, t: Team, v: dict[str, str]) -> Fact:
         part = [say(person, f"@assistant file a bug: {bug}."), made, bot(f"Filed as {number}.")]
         return Fact(4, f"What ticket number was the bug about {bug} filed under?", number, [part], [made])
     port = str(rng.randint(3000, 9999))
-    turn = say(person, f"for anyone wondering, the {v['c']} listens on port {port} in staging")
-    return Fact(4, f"Which port does the {v['c']} listen on in staging?", port, [[turn]], [turn])
+    url = f"https://{v['c'].replace(' ', '-')}.staging.{t.domain}:{port}"
+    turn = say(person, f"for anyone wondering, the {v['c']} on staging is at {url}")
+    return Fact(4, f"Which port is the {v['c']} on staging served from?", port, [[turn]], [turn])
 
 
 def values(rng: random.Random, t: Team) -> dict[str, str]:
