@@ -203,3 +203,32 @@ class RecordOut(Schema):
     updated_at: datetime
     expires_at: datetime
     hits: int
+
+
+class AuditEntryOut(Schema):
+    """One state-changing call of the caller's, as the server resolved it (accounts/audit.py)."""
+
+    id: int
+    created_at: datetime = Field(description="when the answer was given")
+    channel: Literal["api", "dashboard", "mcp"] = Field(description="where the call came in")
+    method: str = Field(description='the HTTP method; "CALL" for an MCP tool call')
+    path: str = Field(description='the path called; "/mcp" or "stdio" for an MCP tool call')
+    action: str = Field(
+        description='the operation: method and route template ("POST /api/v1/sessions/{sid}/items"), '
+        '"mcp <tool>", or the dashboard route\'s name ("token-revoke")'
+    )
+    object: str = Field(
+        description='what was acted on, "<parameter>:<value>" ("sid:trip", "record_id:7"; "id:<new id>" '
+        'for a create); "" when nothing is named'
+    )
+    session: str = Field(description='the session acted on, or ""')
+    status: int = Field(description="the HTTP status answered (an MCP tool call: its REST twin's)")
+    outcome: Literal["ok", "refused", "error"] = Field(
+        description="ok: status below 400; refused: 4xx (nothing was changed); error: 5xx"
+    )
+    token: str = Field(description='the first 12 characters of the API token used; "" for the dashboard')
+
+
+class AuditListOut(Schema):
+    items: list[AuditEntryOut]
+    count: int

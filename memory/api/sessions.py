@@ -24,6 +24,7 @@ from ..recall import recall
 from ..services.sessions import get_user_session, matching_sessions
 from .schemas import (
     AppendOut,
+    AuditListOut,
     BatchIn,
     BatchOut,
     ContextOut,
@@ -252,7 +253,7 @@ class AuditParams(CleanIn):
     offset: int = Field(0, ge=0, le=1_000_000_000)
 
 
-@router.get("/audit", response={200: dict, **ERRORS}, tags=["audit"])
+@router.get("/audit", response={200: AuditListOut, **ERRORS}, tags=["audit"])
 def audit_trail(request: ApiRequest, params: Query[AuditParams]):
     """The caller's audit trail (every state-changing call), newest first; `session` narrows it."""
     rows = AuditEntry.objects.for_user(request.auth.user, params.session)
