@@ -1,9 +1,10 @@
 """ottoweb_client against the OpenAPI document: any drift between the two fails here.
 
 Checked: every client method's operation exists with the same request and answer components and
-query parameters; every sessions, lessons, scoped-memory and runs operation has a client method; every
-answer TypedDict has exactly its component's fields, required where the component requires them; and
-every method's arguments are exactly its operation's body fields or query parameters.
+query parameters; every sessions, audit, lessons, scoped-memory and runs operation has a client
+method; every answer TypedDict has exactly its component's fields, required where the component
+requires them; and every method's arguments are exactly its operation's body fields or query
+parameters.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ottoweb.api import api
 from tests.live import ROOT
 
 PREFIX = "/api/v1"
-COVERED_TAGS = {"sessions", "lessons", "scoped memory", "runs"}
+COVERED_TAGS = {"sessions", "audit", "lessons", "scoped memory", "runs"}
 # A method argument the API spells otherwise; path arguments are not body or query fields.
 SPELLING = {"app_name": "appName", "conversation_id": "conversationId"}
 PATH_ARGUMENTS = {"session_id", "record_id", "note_id", "job_id", "position"}
@@ -59,7 +60,7 @@ def test_client_operations_exist_with_the_same_components_and_query(schema):
         assert op.query == query, name
 
 
-def test_every_memory_lessons_notes_and_runs_operation_has_a_client_method(schema):
+def test_every_memory_audit_lessons_notes_and_runs_operation_has_a_client_method(schema):
     served = {
         (method.upper(), path.removeprefix(PREFIX))
         for path, methods in schema["paths"].items()

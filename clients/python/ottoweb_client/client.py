@@ -1,5 +1,5 @@
 """A typed client for the ottoweb HTTP API v1: sessions, items, recall, context, notes, lessons, jobs,
-in-run compaction, model windows and the limits learned from refusals.
+the audit trail, in-run compaction, model windows and the limits learned from refusals.
 
 Standard library only (urllib). Every refusal raises OttowebError with the API's `code` and `detail`,
 and so does every failure to get an answer: "unreachable" (no connection: nothing was done),
@@ -26,6 +26,7 @@ from .operations import OPERATIONS as OPERATIONS  # re-exported: the package's a
 from .operations import Operation as Operation
 from .types import (
     AppendOut,
+    AuditListOut,
     BatchOut,
     ContextLengthError,
     ContextOut,
@@ -264,6 +265,16 @@ class Ottoweb:
 
     def get_job(self, job_id: str) -> JobOut:
         return cast(JobOut, self._call("get_job", job_id=job_id))
+
+    # --- audit trail ----------------------------------------------------------------------------
+
+    def audit(
+        self, session: str | None = None, *, limit: int | None = None, offset: int | None = None
+    ) -> AuditListOut:
+        """Your state-changing calls (API, dashboard and MCP), newest first, each with its `status`
+        and `outcome` (ok, refused or error); `session` narrows them to that session id's."""
+        query = {"session": session, "limit": limit, "offset": offset}
+        return cast(AuditListOut, self._call("audit", query=query))
 
     # --- lessons --------------------------------------------------------------------------------
 

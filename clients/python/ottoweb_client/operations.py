@@ -34,6 +34,7 @@ OPERATIONS: dict[str, Operation] = {
     "memory_action": Operation("POST", "/sessions/{sid}/memory", "MemoryActionIn"),
     "reembed": Operation("POST", "/sessions/{sid}/reembed", "ReembedIn", "JobRef"),
     "get_job": Operation("GET", "/jobs/{job_id}", None, "JobOut"),
+    "audit": Operation("GET", "/audit", None, "AuditListOut", ("session", "limit", "offset")),
     "record_error": Operation("POST", "/lessons/errors", "ErrorIn", "StoredRecordOut"),
     "list_errors": Operation(
         "GET", "/lessons/errors", None, "RecordListOut", ("tool", "q", "match", "limit", "offset")

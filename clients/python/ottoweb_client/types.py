@@ -15,6 +15,10 @@ Mode = Literal["app", "conversation"]
 # Where a model's window comes from: the bundled (or fetched) table, a limit one of the caller's
 # runs learned from an overflow error, or the default for a model the table lacks.
 WindowSource = Literal["table", "learned", "default"]
+# Where an audited call came in, and how it ended: ok (below 400), refused (4xx: nothing was
+# changed) or error (5xx).
+Channel = Literal["api", "dashboard", "mcp"]
+Outcome = Literal["ok", "refused", "error"]
 # The server's recall ranking rules (memory/engine/ranking.py), for `recall(rules_off=…)`.
 RuleName = Literal[
     "feedback",
@@ -297,6 +301,28 @@ class LearnedOut(TypedDict):
 
 class LearnedListOut(TypedDict):
     items: list[LearnedOut]
+
+
+class AuditEntryOut(TypedDict):
+    """One of the caller's state-changing calls: `object` ("sid:trip", "id:<new id>"), `session` and
+    `token` (the API token's first 12 characters) are "" when there is none."""
+
+    id: int
+    created_at: str
+    channel: Channel
+    method: str
+    path: str
+    action: str
+    object: str
+    session: str
+    status: int
+    outcome: Outcome
+    token: str
+
+
+class AuditListOut(TypedDict):
+    items: list[AuditEntryOut]
+    count: int
 
 
 class Turn(TypedDict):
