@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -48,8 +49,15 @@ AGENT = textwrap.dedent(
 )
 
 
+# Without PYTHONPATH: a checkout's client on it (the client tests' own setting) is one pip in the
+# fresh environment counts as installed, so it would install nothing.
+CLEAN_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def run(*argv: str | Path, cwd: Path) -> str:
-    done = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, env=CLEAN_ENV, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
