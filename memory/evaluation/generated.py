@@ -51,22 +51,26 @@ def row(turn: dict[str, Any], at: datetime) -> dict[str, str]:
 @dataclass
 class Fact:
     """A planted fact: its question and answer, the turns that say it (`parts`, one list a sitting)
-    and, of those, its evidence."""
+    and, of those, its evidence; `distractors`, where a fact has them, are other people's similar
+    turns the evidence should come back ahead of (the team channel set's attributed and who)."""
 
     category: int
     question: str
     answer: str
     parts: list[list[dict]]
     evidence: list[dict] = field(default_factory=list)
+    distractors: list[dict] = field(default_factory=list)
 
 
 def qa(facts: Iterable[Fact]) -> list[dict[str, Any]]:
-    """The questions, evidence by dialogue id; a temporal answer is its first evidence turn's day."""
+    """The questions, evidence (and distractors, where a fact has them) by dialogue id; a temporal
+    answer is its first evidence turn's day."""
     return [
         {
             "question": f.question,
             "answer": f.answer or f.evidence[0]["_day"],
             "evidence": [t["dia_id"] for t in f.evidence],
+            **({"distractors": [t["dia_id"] for t in f.distractors]} if f.distractors else {}),
             "category": f.category,
         }
         for f in facts

@@ -10,7 +10,8 @@ data, payments, growth web, support tooling) and its own project, components, ve
 the agent's is `assistant`, a tool's is `tool` with the tool's name. 15 facts a session are planted
 among routine turns drawn from the same vocabulary, each with a question whose evidence turns are
 labelled (team_channel_facts.py): what one person asked for while others asked for similar things,
-who offered, what several people agreed, and no question that says "I".
+who offered, what several people agreed, and no question that says "I". An attributed or who
+question also names the other people's similar asks or offers (`distractors`, beside `evidence`).
 
 The split is the other sets' rule: session n is in the holdout when n is divisible by 3. Everything
 is seeded from the session number: the same output on every run, standard library only.

@@ -232,7 +232,7 @@ def _others(rng: random.Random, t: Team, k: int, but: tuple[str, ...] = ()) -> l
 
 def attributed(rng: random.Random, t: Team, art: str, changes: list[str], asked: int) -> list[Fact]:
     """Asks by different people for different changes to one document, over two sittings; a
-    question about each of the first `asked` people (the other asks are theirs' distractors)."""
+    question about each of the first `asked` people, the other people's asks its distractors."""
     people = _others(rng, t, len(changes))
     turns = []
     for who, ch in zip(people, changes, strict=True):
@@ -259,9 +259,9 @@ def attributed(rng: random.Random, t: Team, art: str, changes: list[str], asked:
         q = rng.choice(
             ["What did {p} ask the agent to change in the {art}?", "Which edit to the {art} did {p} ask for?"]
         )
-        facts.append(
-            Fact(12, q.format(p=people[k], art=art), changes[k], parts if k == 0 else [], [turns[k][0]])
-        )
+        others = [pair[0] for j, pair in enumerate(turns) if j != k]
+        text = q.format(p=people[k], art=art)
+        facts.append(Fact(12, text, changes[k], parts if k == 0 else [], [turns[k][0]], others))
     return facts
 
 
@@ -274,9 +274,10 @@ def who(rng: random.Random, t: Team, row: tuple[str, str, str, str], v: dict[str
         said = [say(caller, call), say(offerer, rng.choice(YES))]
     evidence = list(said)
     said.append(say(caller, rng.choice(["thanks!", "legend, thank you", "🙏"])))
-    parts = [said, [say(rival, other)]]
+    rivals = [say(rival, other)]
+    parts = [said, rivals]
     rng.shuffle(parts)
-    return Fact(11, question, offerer, parts, evidence)
+    return Fact(11, question, offerer, parts, evidence, rivals)
 
 
 def decision(rng: random.Random, t: Team, row: tuple[str, str, str, str]) -> Fact:

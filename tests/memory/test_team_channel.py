@@ -5,6 +5,8 @@ the split rule, determinism — and that the command writes a file `locomo.load`
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
 import re
 from collections import Counter
@@ -12,9 +14,14 @@ from collections import Counter
 import pytest
 
 from memory.evaluation import generated, locomo, team_channel
+from memory.evaluation.team_channel_facts import OFFERS
 
 TOOLS = {"ci", "tickets", "sql", "calendar", "deploy", "docs", "oncall", "loadtest"}
 CATEGORIES = {1, 2, 4, 6, 7, 8, 11, 12}
+# The whole set ("all", keys sorted, ASCII) as it was before its questions named distractors: with
+# the `distractors` lists taken out it must hash the same, so that labelling them changed no
+# question, evidence, answer or turn. A deliberate change to the set changes this too.
+UNLABELLED_SHA256 = "c6187ad860e1fa20add824712c63722f7a08f9dab350dadeb7fe4d7f80501ed1"
 # Words too common to count as shared between a paraphrased question and its evidence.
 COMMON = {"about", "after", "their", "there", "which", "would", "could", "those", "these", "where"}
 
@@ -111,6 +118,56 @@ def test_attributed_asks_are_the_named_persons_beside_other_peoples_asks(loaded)
                 if t.role == "user" and name in t.text and "assistant" in t.text and t.dia_id != turn.dia_id
             }
             assert rivals - {turn.name}, (conv.sample_id, q)
+
+
+def test_labelling_the_distractors_changed_nothing_else(everything):
+    stripped = copy.deepcopy(everything)
+    labelled = Counter()
+    for sample in stripped:
+        for q in sample["qa"]:
+            if "distractors" in q:
+                labelled[q["category"]] += 1
+                del q["distractors"]
+    assert labelled == {12: 54, 11: 36}
+    digest = hashlib.sha256(json.dumps(stripped, sort_keys=True).encode()).hexdigest()
+    assert digest == UNLABELLED_SHA256
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    """An offer's template ("I'll review the {c} PR after lunch.") as a pattern of its filled text."""
+    return re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(template)) + "$")
+
+
+def test_distractors_are_other_peoples_similar_turns_and_never_the_evidence(everything, loaded):
+    """An attributed question's distractors are every other person's ask to the agent about the same
+    document; a who question's, another person's offer of the same kind as the question's."""
+    for sample, conv in zip(everything, loaded, strict=True):
+        raw = {q["question"]: q for q in sample["qa"]}
+        by_id = {t.dia_id: t for t in conv.turns}
+        for q in conv.questions:
+            assert q.distractors == tuple(raw[q.question].get("distractors", ())), q
+            if q.category not in (11, 12):
+                assert not q.distractors, q
+                continue
+            assert q.distractors and not set(q.distractors) & set(q.evidence), q
+            assert len(set(q.distractors)) == len(q.distractors)
+            others = [by_id[d] for d in q.distractors]
+            speakers = {by_id[e].name for e in q.evidence}
+            assert all(t.role == "user" and t.name not in speakers for t in others), (conv.sample_id, q)
+            if q.category == 12:
+                document = re.search(r"in the (.+)\?$|to the (.+) did", q.question)
+                assert document, q
+                name = document.group(1) or document.group(2)
+                asks = {
+                    t.dia_id
+                    for t in conv.turns
+                    if t.role == "user" and name in t.text and "assistant" in t.text
+                }
+                assert set(q.distractors) == asks - set(q.evidence), (conv.sample_id, q)
+                assert len({t.name for t in others}) == len(others)
+            else:
+                (row,) = (r for r in OFFERS if _pattern(r[0]).match(q.question))
+                assert len(others) == 1 and _pattern(row[3]).match(others[0].text), (q, others[0].text)
 
 
 def test_decisions_are_a_proposal_and_someone_elses_agreement(loaded):
