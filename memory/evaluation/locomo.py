@@ -7,7 +7,8 @@ carry its own "role", "name" and "date_time" (a LoCoMo file has none: its replay
 corrections set (corrections.py) adds 9 correction (a fact's current value, after a later correction)
 and 10 unchanged (a fact confirmed, not changed); the team channel set (team_channel.py), where
 several people share one agent, adds 11 who (the answer is a person: who offered, who volunteered)
-and 12 attributed (what one named person asked for, while others asked for similar things).
+and 12 attributed (what one named person asked for, while others asked for similar things); their
+questions name those other people's similar turns as `distractors`.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class Question:
     # For a fact changed later (the corrections set's `previous_evidence`): the turns that said
     # what it was before; the evidence should come back ahead of them.
     superseded: tuple[str, ...] = ()
+    # For a question about one person among others (the team channel set's `distractors`): other
+    # people's similar turns; the evidence should come back ahead of them, but strict does not ask it.
+    distractors: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)
@@ -155,6 +159,7 @@ def load(data: Sequence[dict[str, Any]]) -> list[Conversation]:
                         tuple(dict.fromkeys(evidence)),
                         str(qa.get("answer", "")).strip(),
                         tuple(e for e in map(str, qa.get("previous_evidence") or []) if e in known),
+                        tuple(e for e in map(str, qa.get("distractors") or []) if e in known),
                     )
                 )
         conversations.append(item)
@@ -194,17 +199,18 @@ class Outcome:
     # turn (`ahead`), and as the first hit (`first`); None for any other question.
     ahead: bool | None = None
     first: bool | None = None
+    # The same against a question's distractors (other people's similar turns); None without them.
+    others_ahead: bool | None = None
+    others_first: bool | None = None
 
 
-def ahead_of_superseded(
-    order: Sequence[int], evidence: Sequence[int], superseded: Sequence[int]
-) -> tuple[bool, bool]:
-    """Whether the evidence's best hit comes before every superseded turn's (one not returned
-    comes after all), and whether it is the first hit."""
+def ahead_of(order: Sequence[int], evidence: Sequence[int], others: Sequence[int]) -> tuple[bool, bool]:
+    """Whether the evidence's best hit comes before every other turn's (a question's superseded
+    turns or its distractors; one not returned comes after all), and whether it is the first hit."""
     rank = {position: n for n, position in reversed(list(enumerate(order)))}
     best = min((rank.get(p, len(order)) for p in evidence), default=len(order))
-    stale = min((rank.get(p, len(order)) for p in superseded), default=len(order))
-    return best < len(order) and best < stale, best == 0
+    rival = min((rank.get(p, len(order)) for p in others), default=len(order))
+    return best < len(order) and best < rival, best == 0
 
 
 def _pct(values: Iterable[float]) -> float:
@@ -234,17 +240,20 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     }
 
 
+def _order(pairs: Sequence[tuple[bool | None, bool | None]]) -> dict[str, Any] | None:
+    """How often the evidence came ahead of the other turns, and first, over the questions that
+    have other turns (an (ahead, first) pair not None); None when none has."""
+    judged = [(bool(ahead), bool(first)) for ahead, first in pairs if ahead is not None]
+    if not judged:
+        return None
+    return {"n": len(judged), "ahead": _pct(a for a, _ in judged), "first": _pct(f for _, f in judged)}
+
+
 def report(outcomes: Sequence[Outcome]) -> dict[str, Any]:
     overall = summarise(outcomes)
-    changed = [o for o in outcomes if o.ahead is not None]
     return {
-        "superseded": {
-            "n": len(changed),
-            "ahead": _pct(bool(o.ahead) for o in changed),
-            "first": _pct(bool(o.first) for o in changed),
-        }
-        if changed
-        else None,
+        "superseded": _order([(o.ahead, o.first) for o in outcomes]),
+        "distractors": _order([(o.others_ahead, o.others_first) for o in outcomes]),
         "n": overall.pop("n"),
         "overall": overall,
         "categories": {

@@ -105,10 +105,12 @@ class Command(BaseCommand):
                 for q in questions:
                     answer = ask(q.question)
                     found = [position_of[e] in answer.returned for e in q.evidence]
-                    ahead, first = locomo.ahead_of_superseded(
-                        answer.order,
-                        [position_of[e] for e in q.evidence],
-                        [position_of[e] for e in q.superseded],
+                    evidence = [position_of[e] for e in q.evidence]
+                    ahead, first = locomo.ahead_of(
+                        answer.order, evidence, [position_of[e] for e in q.superseded]
+                    )
+                    others_ahead, others_first = locomo.ahead_of(
+                        answer.order, evidence, [position_of[e] for e in q.distractors]
                     )
                     outcomes.append(
                         locomo.Outcome(
@@ -124,10 +126,17 @@ class Command(BaseCommand):
                             returned=answer.hits,
                             ahead=ahead if q.superseded else None,
                             first=first if q.superseded else None,
+                            others_ahead=others_ahead if q.distractors else None,
+                            others_first=others_first if q.distractors else None,
                         )
                     )
-                    # A changed fact's question fails too when a superseded turn came back first.
-                    failed = not all(found) or (bool(q.superseded) and not ahead)
+                    # A changed fact's question fails too when a superseded turn came back first; one
+                    # with distractors is listed when one of them did (strict still counts it found).
+                    failed = (
+                        not all(found)
+                        or (bool(q.superseded) and not ahead)
+                        or (bool(q.distractors) and not others_ahead)
+                    )
                     if options["show_items"] == "all" or (options["show_items"] == "failures" and failed):
                         self.stdout.write("\n".join(["", *describe(q, answer.order, position_of, text_of)]))
         finally:
@@ -164,6 +173,13 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"questions about a changed fact: the current value's turn came before every superseded one "
                 f"in {s['ahead']}% of {s['n']}, and was the first hit in {s['first']}%"
+            )
+        if figures.get("distractors"):
+            d = figures["distractors"]
+            self.stdout.write(
+                f"questions with other people's similar turns (who, attributed): the evidence came before "
+                f"every one of them in {d['ahead']}% of {d['n']}, and was the first hit in {d['first']}% "
+                "(not counted in strict, which asks only that the evidence be returned)"
             )
         if options["json_out"]:
             Path(options["json_out"]).write_text(json.dumps(figures, indent=2))
@@ -320,10 +336,11 @@ def describe(
     q: locomo.Question, order: Sequence[int], position_of: dict[str, int], text_of: dict[str, str]
 ) -> list[str]:
     """A question as --show-items prints it: its category and words, then each evidence turn's place
-    among the turns returned (`#3`; `-` not returned) and each superseded turn's (`was #1`)."""
+    among the turns returned (`#3`; `-` not returned), each superseded turn's (`was #1`) and each
+    distractor's, another person's similar turn (`other #1`)."""
     rank = {p: n for n, p in reversed(list(enumerate(order, start=1)))}
     lines = [f"[{locomo.CATEGORIES[q.category]}] {q.question}"]
-    for mark, turns in (("", q.evidence), ("was ", q.superseded)):
+    for mark, turns in (("", q.evidence), ("was ", q.superseded), ("other ", q.distractors)):
         for e in turns:
             where = f"#{rank[position_of[e]]}" if position_of[e] in rank else "-"
             lines.append(f"  {mark}{where} {e}: {' '.join(text_of[e].split())[:160]}")

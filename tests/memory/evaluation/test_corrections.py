@@ -198,11 +198,11 @@ def test_the_superseded_turns_are_loaded_and_judged_by_the_hits_order(everything
     assert all(q.superseded == tuple(raw[c, q.question]["previous_evidence"]) for c, q in changed)
     assert all(not q.superseded for conv in loaded for q in conv.questions if q.category == 10)
     # Hits best first: the evidence (7) ahead of the stale turn (3), first or not; behind it; absent.
-    assert locomo.ahead_of_superseded([7, 5, 3], [7], [3]) == (True, True)
-    assert locomo.ahead_of_superseded([5, 7, 3], [7], [3]) == (True, False)
-    assert locomo.ahead_of_superseded([3, 7], [7], [3]) == (False, False)
-    assert locomo.ahead_of_superseded([7], [7], [3]) == (True, True)  # the stale one not returned
-    assert locomo.ahead_of_superseded([3], [7], [3]) == (False, False)
+    assert locomo.ahead_of([7, 5, 3], [7], [3]) == (True, True)
+    assert locomo.ahead_of([5, 7, 3], [7], [3]) == (True, False)
+    assert locomo.ahead_of([3, 7], [7], [3]) == (False, False)
+    assert locomo.ahead_of([7], [7], [3]) == (True, True)  # the stale one not returned
+    assert locomo.ahead_of([3], [7], [3]) == (False, False)
     outcomes = [
         locomo.Outcome("corr-01", 9, True, True, 1.0, 10, 1.0, ahead=ahead, first=first)
         for ahead, first in ((True, True), (True, False), (False, False))

@@ -149,3 +149,123 @@ def test_leave_two_out_scores_every_pair_of_held_out_conversations():
     )
     assert held["multi-hop"]["per_pair"] == [50.0, 50.0, 0.0]
     assert locomo.leave_two_out(outcomes[:4]) is None  # two conversations: no 3/2 split
+
+
+def test_ahead_of_judges_the_evidences_best_hit_against_every_other_turn():
+    # Hits best first; evidence 7 (and 8), other people's similar turns 3 and 4.
+    assert locomo.ahead_of([7, 3, 4], [7], [3, 4]) == (True, True)
+    assert locomo.ahead_of([5, 7, 3], [7], [3, 4]) == (True, False)
+    assert locomo.ahead_of([4, 7, 3], [7], [3, 4]) == (False, False)  # one of the others ahead
+    assert locomo.ahead_of([3, 8, 7], [7, 8], [3]) == (False, False)
+    assert locomo.ahead_of([5, 8, 3, 7], [7, 8], [3]) == (True, False)  # the best of the evidence
+    assert locomo.ahead_of([7], [7], [3, 4]) == (True, True)  # the others not returned: behind
+    assert locomo.ahead_of([3, 4], [7], [3, 4]) == (False, False)  # the evidence not returned
+    assert locomo.ahead_of([5], [7], [3]) == (False, False)  # neither returned: not ahead
+
+
+def test_distractors_are_read_beside_the_evidence_and_unknown_ones_left_out():
+    turns = [{"speaker": p, "dia_id": f"D1:{n}", "text": f"ask {n}"} for n, p in enumerate("ABCA", start=1)]
+    data = [
+        {
+            "sample_id": "t",
+            "conversation": {"speaker_a": "A", "speaker_b": "B", "session_1": turns},
+            "qa": [
+                {
+                    "question": "What did A ask?",
+                    "evidence": ["D1:1"],
+                    "distractors": ["D1:2", "D1:3"],
+                    "category": 12,
+                },
+                {"question": "Who?", "evidence": ["D1:4"], "distractors": ["D1:2", "D9:9"], "category": 11},
+                {"question": "What?", "evidence": ["D1:3"], "category": 4},
+            ],
+        }
+    ]
+
+    conv = locomo.load(data)[0]
+
+    assert [q.distractors for q in conv.questions] == [("D1:2", "D1:3"), ("D1:2",), ()]
+    assert all(q.superseded == () for q in conv.questions)
+    assert conv.dropped_evidence == []  # a distractor naming no turn is not evidence dropped
+
+
+def test_the_report_gives_the_order_against_distractors_apart_from_strict():
+    def outcome(strict: bool, ahead: bool | None, first: bool | None) -> locomo.Outcome:
+        return locomo.Outcome("t", 12, True, strict, 1.0, 10, 1.0, others_ahead=ahead, others_first=first)
+
+    outcomes = [outcome(True, True, True), outcome(True, False, False), outcome(False, False, False)]
+    outcomes.append(outcome(True, None, None))  # no distractors: not counted
+
+    figures = locomo.report(outcomes)
+
+    assert figures["distractors"] == {"n": 3, "ahead": 33.3, "first": 33.3}
+    assert figures["superseded"] is None
+    # A distractor ahead does not fail a question: strict is the evidence returned, nothing more.
+    assert figures["overall"]["strict"] == 75.0
+    assert locomo.report(outcomes[3:])["distractors"] is None
+
+
+def test_show_items_marks_each_distractor_with_its_place_among_those_returned():
+    from memory.management.commands.eval_memory import describe
+
+    q = locomo.Question("What did Dalia ask?", 12, ("D3:12",), distractors=("D2:2", "D2:9"))
+    position_of = {"D2:2": 66, "D2:9": 80, "D3:12": 122}
+    text_of = {
+        "D2:2": "@assistant move\nthe table up",
+        "D2:9": "@assistant fix the date",
+        "D3:12": "@assistant add a link",
+    }
+
+    lines = describe(q, [67, 66, 122, 66], position_of, text_of)
+
+    assert lines == [
+        "[attributed] What did Dalia ask?",
+        "  #3 D3:12: @assistant add a link",
+        "  other #2 D2:2: @assistant move the table up",
+        "  other - D2:9: @assistant fix the date",
+    ]
+
+
+def test_eval_memory_reports_the_order_against_distractors_without_failing_strict(
+    small_conversation, tmp_path
+):
+    """Each question is given the other turns of its evidence's sitting as distractors, and scored on
+    the store the unlabelled run kept: the run prints and writes how often its own evidence came
+    ahead, lists those behind as failures (`other #1`), and strict is what the unlabelled run scored."""
+    data = json.loads(small_conversation.read_text())
+    conversation, qa = data[0]["conversation"], data[0]["qa"]
+    for q in qa:
+        sitting = conversation[f"session_{q['evidence'][0].split(':')[0][1:]}"]
+        q["distractors"] = [t["dia_id"] for t in sitting if t["dia_id"] not in q["evidence"]]
+    labelled = sum(bool(q.get("distractors")) for q in qa if q["category"] in locomo.CATEGORIES)
+    path = tmp_path / "labelled.json"
+    path.write_text(json.dumps(data))
+    figures, printed = {}, {}
+    for name, source in (("plain", small_conversation), ("labelled", path)):
+        out = tmp_path / f"{name}.json"
+        done = run(
+            *("--data", str(source), "--x-budget", "200", "--y-budget", "400", "--max-tokens", "600"),
+            *("--show-items", "failures", "--json", str(out), "--keep-store", str(tmp_path / "store")),
+            tmp_path=tmp_path,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        figures[name], printed[name] = json.loads(out.read_text()), done.stdout
+
+    plain, d = figures["plain"], figures["labelled"]["distractors"]
+    assert plain["distractors"] is None and "other people's similar turns" not in printed["plain"]
+    assert d["n"] == labelled > 5 and figures["labelled"]["superseded"] is None
+    assert d["ahead"] < 100.0  # some hit of the sitting came first: something for strict to ignore
+    assert f"the evidence came before every one of them in {d['ahead']}% of {d['n']}" in printed["labelled"]
+    assert "not counted in strict" in printed["labelled"]
+    # A distractor ahead fails nothing: strict and per-turn are the unlabelled run's.
+    for name, f in (("overall", plain["overall"]), *plain["categories"].items()):
+        again = figures["labelled"]["categories"].get(name, figures["labelled"]["overall"])
+        assert (again["strict"], again["per_turn"]) == (f["strict"], f["per_turn"]), name
+    # Every question whose evidence came behind a distractor is listed, its distractors marked (a
+    # question's lines follow an empty line, the first one's too).
+    blocks = [b for b in ("\n" + printed["labelled"]).split("\n\n") if b.startswith("[")]
+    listed = [b for b in blocks if "\n  other " in b]
+    assert len(listed) >= round(d["n"] * (100 - d["ahead"]) / 100)
+    missed = {b.splitlines()[0] for b in ("\n" + printed["plain"]).split("\n\n") if b.startswith("[")}
+    assert missed <= {b.splitlines()[0] for b in blocks}
+    assert all("\n  other " in b for b in blocks if b.splitlines()[0] not in missed)
