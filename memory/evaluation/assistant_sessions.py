@@ -222,19 +222,6 @@ def _filler(rng: random.Random, c: Life) -> list[dict]:
     ]
 
 
-def _sittings(rng: random.Random, episodes: list[list[dict]], count: int) -> list[list[list[dict]]]:
-    """The episodes cut into `count` sittings of uneven length, never inside an episode."""
-    weights = [rng.uniform(0.6, 1.4) for _ in range(count)]
-    total, turns = sum(weights), sum(map(len, episodes))
-    bounds = [turns * sum(weights[: i + 1]) / total for i in range(count - 1)]
-    sittings: list[list[list[dict]]] = [[] for _ in range(count)]
-    seen = 0
-    for episode in episodes:
-        sittings[sum(seen >= b for b in bounds)].append(episode)
-        seen += len(episode)
-    return sittings
-
-
 def session(number: int) -> dict:
     """Session `number` as a LoCoMo sample (with per-turn role, name and date_time)."""
     rng = random.Random(f"{SEED}-{number}")
@@ -245,7 +232,7 @@ def session(number: int) -> dict:
     episodes: list[list[dict]] = []
     while sum(map(len, episodes)) + fact_turns < target:
         episodes.append(_filler(rng, c))
-    sittings = _sittings(rng, episodes, rng.randint(MIN_SITTINGS, MAX_SITTINGS))
+    sittings = generated.sittings(rng, episodes, rng.randint(MIN_SITTINGS, MAX_SITTINGS))
     # A fact's parts go to different sittings, in order; any sitting may hold one, so facts sit
     # early as well as late.
     for fact in facts:

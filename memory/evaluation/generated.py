@@ -3,6 +3,7 @@ rule, and how a turn, a day and the questions are written in LoCoMo's JSON forma
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -75,3 +76,16 @@ def qa(facts: Iterable[Fact]) -> list[dict[str, Any]]:
         }
         for f in facts
     ]
+
+
+def sittings(rng: random.Random, episodes: list[list[dict]], count: int) -> list[list[list[dict]]]:
+    """The episodes cut into `count` sittings of uneven length, never inside an episode."""
+    weights = [rng.uniform(0.6, 1.4) for _ in range(count)]
+    total, turns = sum(weights), sum(map(len, episodes))
+    bounds = [turns * sum(weights[: i + 1]) / total for i in range(count - 1)]
+    sittings: list[list[list[dict]]] = [[] for _ in range(count)]
+    seen = 0
+    for episode in episodes:
+        sittings[sum(seen >= b for b in bounds)].append(episode)
+        seen += len(episode)
+    return sittings
