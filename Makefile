@@ -7,6 +7,8 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # `make run` prints a one-time dashboard login link for this user (created if needed).
 LOGIN_USER ?= admin
+# `make test` runs the suite in this many processes (pytest-xdist; a file at a time each).
+TEST_PROCESSES ?= 2
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: setup migrate run dev test lint browser-deps test-postgres
@@ -47,12 +49,12 @@ browser-deps:
 
 test: setup lint browser-deps
 	$(BIN)/python manage.py check --fail-level ERROR
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_PROCESSES)
 
 # The suite again on the scale-out path: PostgreSQL on 127.0.0.1:5432, Celery on Redis, two workers.
 # Live processes get a database each; the storage faults are made on PostgreSQL and Redis. Left out,
 # as they run no code that differs between the databases: the engine (Django-free), the browser
 # flows (their views run on PostgreSQL in tests/dashboard) and tests marked sqlite_pass.
 test-postgres: setup
-	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest \
+	DB=postgres CELERY_BROKER_URL=redis://127.0.0.1:6379/5 OTTO_TEST_WORKERS=2 $(BIN)/python -m pytest -n $(TEST_PROCESSES) \
 		--ignore=tests/memory/engine --ignore=tests/browser -m "not sqlite_pass"

@@ -40,7 +40,14 @@ def envstr(name: str, default: str) -> str:
 # and two runs never share a database file) and inline compaction unless a test asks for the worker.
 TESTING = "PYTEST_VERSION" in os.environ
 if TESTING:
-    os.environ.setdefault("OTTO_DATA_DIR", tempfile.mkdtemp(prefix="ottoweb-test-"))
+    if "OTTO_DATA_DIR" not in os.environ:
+        _run_dir = tempfile.mkdtemp(prefix="ottoweb-test-")
+        os.environ["OTTO_DATA_DIR"] = os.environ["OTTO_TEST_RUN_DIR"] = _run_dir
+    # pytest-xdist's processes (`make test -n`) inherit the run's folder: each takes one of its own in
+    # it (a process it starts, given its folder or inheriting this one, keeps what it is given).
+    _xdist = os.environ.get("PYTEST_XDIST_WORKER")
+    if _xdist and os.environ["OTTO_DATA_DIR"] == os.environ.get("OTTO_TEST_RUN_DIR"):
+        os.environ["OTTO_DATA_DIR"] = str(Path(os.environ["OTTO_DATA_DIR"]) / _xdist)
     os.environ.setdefault("OTTO_COMPACTION", "inline")
 DATA_DIR = Path(envstr("OTTO_DATA_DIR", str(BASE_DIR / "var"))).resolve()
 DATA_DIR.mkdir(parents=True, exist_ok=True)

@@ -50,6 +50,22 @@ class ApiClient:
         return self.call("DELETE", path, **kw)
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs the suite in processes of its own (pytest-xdist, `-n`), a file at a time
+    each: a module's costly fixtures (a session of hundreds of embedded turns) are built once. The
+    browser tests go as one unit, in their order, to one process: they share one live server and
+    Chromium (tests/browser/conftest.py), which stop when the process leaves them."""
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndTheBrowserTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith("tests/browser/"):
+                return "tests/browser"
+            return super()._split_scope(nodeid)
+
+    return FilesAndTheBrowserTogether(config, log)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _fast_password_hashing():
     """Hundreds of tests make a user with a password, and every log-in or failed log-in hashes one:

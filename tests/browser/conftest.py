@@ -1,6 +1,6 @@
 """Real-browser tests: Debian's Chromium driven by Playwright against a live ottoweb and a real worker.
 
-One instance (web server + Celery worker on a private OTTO_DATA_DIR) serves the whole module; each
+One instance (web server + Celery worker on a private OTTO_DATA_DIR) serves the whole package; each
 test makes its own sessions through the API, so tests do not depend on each other's order.
 Screenshots of every screen go to artifacts/screenshots/.
 """
@@ -137,7 +137,10 @@ class Live:
         return self.instance.manage("login_link", username, "--quiet", "--base-url", self.url).strip()
 
 
-@pytest.fixture(scope="session")
+# Package-scoped: the server, its worker and Chromium stop when the run leaves tests/browser, so no
+# other test runs beside them (with Playwright's event loop left in the thread, Django refuses
+# database calls as from an async context) nor shares the cores with them.
+@pytest.fixture(scope="package")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
     instance = Instance(tmp_path_factory.mktemp("browser"))
     try:
@@ -148,13 +151,13 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         instance.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def playwright() -> Iterator[Playwright]:
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
     yield browser

@@ -59,7 +59,7 @@ def test_every_dashboard_page_passes_the_content_security_policy(browser: Browse
         {
             "tool": "bash",
             "error": "npm ERR! ENOSPC",
-            "action": "cleared the cache",
+            "action": "emptied the npm cache",
             "outcome": "resolved",
         },
     )
@@ -86,7 +86,7 @@ def test_every_dashboard_page_passes_the_content_security_policy(browser: Browse
     expect(page.locator(f"#job-{job}")).to_have_attribute("data-status", "done")
     seen.visit(f"{live.url}/lessons/")
     page.get_by_label("Search errors and fixes").fill("ENOSPC")
-    expect(page.get_by_text("cleared the cache")).to_be_visible()
+    expect(page.get_by_text("emptied the npm cache")).to_be_visible()
     seen.visit(f"{live.url}/notes/")
     expect(page.get_by_text("prefers email")).to_be_visible()
     seen.visit(f"{live.url}/account/")

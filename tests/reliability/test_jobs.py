@@ -155,6 +155,9 @@ def test_vectors_whose_write_meets_a_held_write_lock_are_written_once_it_is_rele
     try:
         instance.start_web()
         instance.start_worker()
+        # Ready before the turns come: on a loaded machine a worker still starting took the task
+        # after the hold below had ended, and met no lock.
+        wait_for_log(instance, " ready.")
         instance.request("POST", "/api/v1/sessions", {"id": "v"})
         outputs = [{"role": "tool", "kind": "context", "text": f"build {n}: 3 warnings"} for n in range(40)]
         status, _ = instance.request("POST", "/api/v1/sessions/v/items/batch", {"items": outputs})
